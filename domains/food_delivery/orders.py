@@ -1,0 +1,40 @@
+"""Clean, deduplicated orders: one row per order and day, with its delivery time."""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from mesh_assets import Input, Output, Product, chat, email
+
+orders = Product(
+    "orders",
+    description="Orders placed in the app, one row per order, partitioned by the day it was placed.",
+    owner="food-delivery-data@example.com",
+    tier="t1",
+    classification="l2",
+    start_date="2021-06-01",
+    contacts=[chat("#food-delivery-data"), email("food-delivery-data@example.com")],
+)
+
+
+@orders.transformation(
+    Output(table="orders", published=True, description="One row per order placed on p_date."),
+    inputs={"raw_orders": Input(table="raw_orders")},
+)
+def build_orders(raw_orders: DataFrame) -> DataFrame:
+    return raw_orders.dropDuplicates(["id"]).select(
+        "id",
+        "placed_at",
+        "customer_id",
+        "restaurant_id",
+        "menu_id",
+        "menu_item_id",
+        "quantity",
+        "discount_id",
+        "courier_id",
+        "city",
+        "status",
+        ((F.unix_timestamp("delivered_at") - F.unix_timestamp("placed_at")) / 60).cast("double").alias(
+            "delivery_minutes"
+        ),
+        "p_date",
+    )

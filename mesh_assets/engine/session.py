@@ -1,0 +1,85 @@
+"""One Delta-enabled SparkSession per process, created on first use.
+
+Starting a JVM costs seconds; every asset, check and test in a process shares the same session. The
+master comes from settings, so product code never knows whether it runs on ``local[*]``, a standalone
+cluster or Spark Connect.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from mesh_assets.engine.jars import cached
+from mesh_assets.settings import MeshSettings, get_settings
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Delta's SQL parser drops bound parameters under Spark 4.1+ (delta-io/delta#7640); the analyzer-side
+    # substitution keeps ``spark.sql(query, args=...)`` working, which SQL products rely on.
+    "spark.sql.legacy.parameterSubstitution.constantsOnly": "true",
+}
+
+
+def spark_conf(settings: MeshSettings) -> dict[str, str]:
+    """The Spark configuration Mesh uses, from settings: sized for a small machine by default."""
+    spark = settings.spark
+    conf = {
+        **DELTA_CONF,
+        "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
+        "spark.default.parallelism": str(spark.shuffle_partitions),
+        "spark.driver.memory": spark.driver_memory,
+        "spark.ui.enabled": str(spark.ui_enabled).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.stalenessLimit": "0",
+        "spark.sql.warehouse.dir": str(settings.home / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={settings.home / 'derby'} -Dlog4j.configurationFile={LOG4J}"
+        ),
+    }
+    if spark.master.startswith("local"):
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if not spark.master.startswith("sc://"):
+        conf["spark.jars"] = ",".join(str(j) for j in cached(settings.jars_path))
+    conf.update(spark.conf)
+    return conf
+
+
+def get_spark(settings: MeshSettings | None = None) -> SparkSession:
+    """The process's SparkSession, created on first call with the settings' master and configuration."""
+    global _session
+    with _lock:
+        if _session is None:
+            settings = settings or get_settings()
+            builder = SparkSession.builder.appName(settings.spark.app_name)
+            if settings.spark.master.startswith("sc://"):
+                builder = builder.remote(settings.spark.master)
+            else:
+                builder = builder.master(settings.spark.master)
+            for key, value in spark_conf(settings).items():
+                builder = builder.config(key, value)
+            _session = builder.getOrCreate()
+            if not settings.spark.master.startswith("sc://"):
+                _session.sparkContext.setLogLevel(settings.spark.log_level)
+        return _session
+
+
+def stop_spark() -> None:
+    """Stop the process's session (tests and CLI exit)."""
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None

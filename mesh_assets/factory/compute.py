@@ -1,0 +1,158 @@
+"""What one Mesh asset does when it runs: check readiness, read windows, transform, stage, audit, publish."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from datetime import datetime
+from functools import reduce
+from typing import Any
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.context import ProductContext
+from mesh_assets.factory.sql import rewrite_tables, view_name
+from mesh_assets.spec.catalog import Catalog, TableInfo
+from mesh_assets.spec.discovery import sql_text
+from mesh_assets.spec.model import DataProduct, Input, PySparkTransformation, SqlTransformation
+from mesh_assets.storage.partitions import PartitionRange, format_key
+from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
+from mesh_assets.storage.writer import WriteResult, publish
+
+Audit = Callable[[DataFrame, PartitionRange | None], None]
+
+
+def partition_range(context: dg.AssetExecutionContext, info: TableInfo) -> PartitionRange | None:
+    """The partitions this run writes: one key, or a range for a single-run backfill."""
+    if info.partitioning == "none":
+        return None
+    keys = context.partition_key_range
+    return PartitionRange.from_keys(info.partitioning, keys.start, keys.end)
+
+
+def input_range(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> PartitionRange | None:
+    """The upstream partitions one output range reads, or None for the whole table."""
+    if part is None or upstream.partitioning == "none" or inp.window.kind == "all":
+        return None
+    return part.widen(inp.window.lookback).as_kind(upstream.partitioning)
+
+
+def missing_upstream(
+    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
+) -> list[str]:
+    """Upstream partitions the window needs that were never published (external tables are observed)."""
+    missing = []
+    for inp in t.inputs.values():
+        upstream = catalog.get(*inp.ref(product.domain))
+        needed = input_range(inp, upstream, part) if upstream else None
+        if upstream is None or upstream.external or needed is None:
+            continue
+        first = datetime.combine(upstream.start_date, datetime.min.time())
+        now = datetime.now()
+        keys = [format_key(v, needed.kind) for v in needed.values() if first <= v <= now]
+        done = instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table]))
+        missing += [f"{upstream.ref} {k}" for k in keys if k not in done]
+    return missing
+
+
+def _read(spark: SparkSession, registry: TableRegistry, upstream: TableInfo, rng: PartitionRange | None) -> DataFrame:
+    try:
+        df = spark.table(registry.register(spark, upstream.domain, upstream.table))
+    except TableNotFoundError as exc:
+        raise dg.Failure(description=f"input {upstream.ref} has never been published: {exc}") from None
+    if rng is None:
+        return df
+    col = F.col(upstream.partition_column)
+    return df.where(col.between(F.lit(rng.literal(rng.start)), F.lit(rng.literal(rng.end))))
+
+
+def _with_partition_column(df: DataFrame, column: str, part: PartitionRange, fill: bool) -> DataFrame:
+    kind = "date" if part.kind == "daily" else "timestamp"
+    if column in df.columns:
+        return df.withColumn(column, F.col(column).cast(kind))
+    if not fill:
+        raise dg.Failure(description=f"a range-aware transformation must return the partition column {column!r}")
+    return df.withColumn(column, F.lit(part.literal(part.start)).cast(kind))
+
+
+def transform(
+    spark: SparkSession,
+    registry: TableRegistry,
+    product: DataProduct,
+    t: PySparkTransformation | SqlTransformation,
+    catalog: Catalog,
+    part: PartitionRange | None,
+    log: dg.DagsterLogManager,
+    run_id: str,
+) -> DataFrame:
+    """The transformation's output for ``part`` (one partition, or the range when range-aware)."""
+    frames: dict[str, DataFrame] = {}
+    refs: dict[str, TableInfo] = {}
+    for name, inp in t.inputs.items():
+        upstream = catalog.get(*inp.ref(product.domain))
+        if upstream is None:
+            raise dg.Failure(description=f"input {inp.table} of {product.domain}.{t.output.table} is not in the catalog")
+        refs[name] = upstream
+        frames[name] = _read(spark, registry, upstream, input_range(inp, upstream, part))
+    if isinstance(t, PySparkTransformation):
+        kwargs: dict[str, Any] = dict(frames)
+        if "context" in inspect.signature(t.fn).parameters:
+            kwargs["context"] = ProductContext(spark, part, log, run_id)
+        df = t.fn(**kwargs)
+        if not isinstance(df, DataFrame):
+            raise dg.Failure(description=f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")
+    else:
+        views = {}
+        for name, upstream in refs.items():
+            views[(upstream.domain, upstream.table)] = view_name(upstream.domain, upstream.table)
+            frames[name].createOrReplaceTempView(views[(upstream.domain, upstream.table)])
+        args = {}
+        if part is not None:
+            args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
+        df = spark.sql(rewrite_tables(sql_text(t, product), views), args=args)
+    if part is not None:
+        df = _with_partition_column(df, t.output.partition_column, part, fill=not t.range_aware)
+    return df
+
+
+def run_output(
+    context: dg.AssetExecutionContext,
+    mesh: MeshResource,
+    product: DataProduct,
+    t: PySparkTransformation | SqlTransformation,
+    catalog: Catalog,
+    audit: Audit | None = None,
+) -> tuple[WriteResult, PartitionRange | None]:
+    """Compute and publish one output for the run's partition(s)."""
+    info = catalog.get(product.domain, t.output.table)
+    assert info is not None
+    part = partition_range(context, info)
+    missing = missing_upstream(context.instance, product, t, catalog, part)
+    if missing:
+        raise dg.Failure(
+            description=f"{info.ref}: upstream partitions not published: {', '.join(missing)}",
+            metadata={"missing_upstream_partitions": missing},
+        )
+    spark, registry = mesh.spark, mesh.registry
+    if part is None or t.range_aware:
+        df = transform(spark, registry, product, t, catalog, part, context.log, context.run_id)
+    else:
+        parts = [transform(spark, registry, product, t, catalog, part.single(v), context.log, context.run_id)
+                 for v in part.values()]
+        df = reduce(lambda a, b: a.unionByName(b), parts)
+    result = publish(
+        spark,
+        df,
+        registry.location(product.domain, t.output.table),
+        partition_column=t.output.partition_column if part else None,
+        partitions=part,
+        audit=(lambda staged: audit(staged, part)) if audit else None,
+        commit_info={"dagster_run_id": context.run_id, "asset": info.ref},
+    )
+    registry.register(spark, product.domain, t.output.table)
+    return result, part
+
+

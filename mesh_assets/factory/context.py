@@ -1,0 +1,34 @@
+"""What a transformation may ask about the run it is part of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+import dagster as dg
+from pyspark.sql import SparkSession
+
+from mesh_assets.storage.partitions import PartitionRange
+
+
+@dataclass(frozen=True)
+class ProductContext:
+    """Handed to a PySpark transformation that declares a ``context`` parameter."""
+
+    spark: SparkSession
+    partitions: PartitionRange | None
+    log: dg.DagsterLogManager
+    run_id: str
+
+    @property
+    def partition_date(self) -> date | None:
+        """The day being computed (the last day of the range for a range-aware transformation)."""
+        return self.partitions.end.date() if self.partitions else None
+
+    @property
+    def partition_start(self) -> datetime | None:
+        return self.partitions.start if self.partitions else None
+
+    @property
+    def partition_end(self) -> datetime | None:
+        return self.partitions.end if self.partitions else None

@@ -1,0 +1,52 @@
+"""Definitions for one domain's code location, or for the whole mesh.
+
+Each domain loads its own products strictly (any governance error stops that location) and reads the
+other domains only to resolve what it consumes, so one broken domain never takes the others down.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import dagster as dg
+
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.assets import RESOURCE_KEY, build_external_spec, build_output_asset
+from mesh_assets.settings import get_settings
+from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.discovery import DomainSpecs, load_all
+from mesh_assets.spec.errors import SpecValidationError
+from mesh_assets.spec.validate import validate
+
+
+def assets_for(specs: DomainSpecs, catalog: Catalog) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    out: list[dg.AssetsDefinition | dg.AssetSpec] = []
+    for product in specs.products:
+        out += [build_output_asset(product, t, catalog) for t in product.transformations]
+        out += [build_external_spec(product, e) for e in product.external]
+    return out
+
+
+def build_definitions(domains: dict[str, DomainSpecs], only: set[str] | None = None) -> dg.Definitions:
+    """Validate, then build the assets of ``only`` (default: every domain)."""
+    errors = validate(domains, only)
+    if errors:
+        raise SpecValidationError(errors)
+    catalog = Catalog(domains)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        assets = [a for name, s in domains.items() if only is None or name in only for a in assets_for(s, catalog)]
+    return dg.Definitions(assets=assets, resources={RESOURCE_KEY: MeshResource()})
+
+
+def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
+    """The code location of the domain whose ``definitions.py`` is ``definitions_file``."""
+    folder = Path(definitions_file).resolve().parent
+    return build_definitions(load_all(folder.parent), only={folder.name})
+
+
+def mesh_definitions(domains_dir: Path | None = None) -> dg.Definitions:
+    """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh."""
+    return build_definitions(load_all(domains_dir or get_settings().domains_dir))

@@ -1,0 +1,91 @@
+"""The one place that reads configuration.
+
+Local and production differ by values only: ``mesh.yaml`` (or the file named by ``MESH_CONFIG``) and
+``MESH_*`` environment variables (nested with ``__``, e.g. ``MESH_SPARK__MASTER``) fill the same object.
+Environment variables win over the file.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
+
+
+def project_root() -> Path:
+    """The checkout (or deployment) root: ``MESH_PROJECT_ROOT`` or the current directory."""
+    return Path(os.environ.get("MESH_PROJECT_ROOT", Path.cwd())).resolve()
+
+
+class SparkSettings(BaseModel):
+    """How Mesh reaches Spark. ``master`` may be ``local[*]``, ``spark://host:7077`` or ``sc://host:15002``."""
+
+    master: str = "local[*]"
+    app_name: str = "mesh"
+    driver_memory: str = "2g"
+    shuffle_partitions: int = 4
+    ui_enabled: bool = False
+    log_level: str = "ERROR"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class LineageSettings(BaseModel):
+    """Where OpenLineage events go."""
+
+    transport: Literal["file", "http", "console", "none"] = "file"
+    url: str | None = None
+    namespace_prefix: str = ""
+
+
+class MeshSettings(BaseSettings):
+    """Everything that differs between a laptop and production."""
+
+    model_config = SettingsConfigDict(env_prefix="MESH_", env_nested_delimiter="__", extra="forbid")
+
+    home: Path = Field(default_factory=lambda: project_root() / ".mesh")
+    warehouse: str | None = None
+    domains_dir: Path = Field(default_factory=lambda: project_root() / "domains")
+    jars_dir: Path | None = None
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    lineage: LineageSettings = Field(default_factory=LineageSettings)
+    partition_start: str = "2021-01-01"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config = Path(os.environ.get("MESH_CONFIG", project_root() / "mesh.yaml"))
+        return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls, yaml_file=config))
+
+    @property
+    def warehouse_uri(self) -> str:
+        """Root of every Delta table: a local path or an object-store URI such as ``s3a://bucket/wh``."""
+        return self.warehouse or str(self.home / "warehouse")
+
+    @property
+    def jars_path(self) -> Path:
+        """Jars belong to the checkout (fetched by ``make setup``), whatever ``home`` a run uses."""
+        return self.jars_dir or project_root() / ".mesh" / "jars"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.home / "dagster"
+
+    @property
+    def lineage_dir(self) -> Path:
+        return self.home / "lineage"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> MeshSettings:
+    """The process-wide settings, read once."""
+    return MeshSettings()

@@ -1,0 +1,63 @@
+"""The mesh-wide table catalog: every table any domain declares, with what consumers need to know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from mesh_assets.spec.discovery import DomainSpecs
+from mesh_assets.spec.model import DataProduct, Partitioning
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    domain: str
+    table: str
+    product: str
+    owner: str
+    published: bool
+    partitioning: Partitioning
+    partition_column: str
+    external: bool
+    start_date: date
+    source_file: Path | None
+    line: int | None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.domain}.{self.table}"
+
+
+def tables_of(product: DataProduct) -> list[TableInfo]:
+    out = [
+        TableInfo(product.domain, t.output.table, product.name, product.owner, t.output.published,
+                  t.output.partitioning, t.output.partition_column, False, product.start_date,
+                  product.source_file, t.line)
+        for t in product.transformations
+    ]
+    out += [
+        TableInfo(product.domain, e.table, product.name, product.owner, e.published, e.partitioning,
+                  e.partition_column, True, product.start_date, product.source_file, e.line)
+        for e in product.external
+    ]
+    return out
+
+
+class Catalog:
+    """Tables by ``(domain, table)``; duplicates are kept aside for governance to report."""
+
+    def __init__(self, domains: dict[str, DomainSpecs]):
+        self.tables: dict[tuple[str, str], TableInfo] = {}
+        self.duplicates: list[tuple[TableInfo, TableInfo]] = []
+        for specs in domains.values():
+            for product in specs.products:
+                for info in tables_of(product):
+                    key = (info.domain, info.table)
+                    if key in self.tables:
+                        self.duplicates.append((self.tables[key], info))
+                    else:
+                        self.tables[key] = info
+
+    def get(self, domain: str, table: str) -> TableInfo | None:
+        return self.tables.get((domain, table))

@@ -1,0 +1,173 @@
+"""Discovery: every ``domains/<domain>/`` folder is scanned; one file per product, no registration.
+
+Python files contribute the :class:`Product` objects they define; YAML files are declarative products.
+Every problem is collected as a :class:`SpecError` naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from pydantic import ValidationError
+
+from mesh_assets.spec import yaml_lines
+from mesh_assets.spec.errors import SpecError, relative
+from mesh_assets.spec.model import DataProduct, SqlTransformation
+from mesh_assets.spec.names import IDENTIFIER
+from mesh_assets.spec.python_api import Product
+
+SKIPPED_PY = {"definitions.py", "__init__.py"}
+
+
+@dataclass
+class DomainSpecs:
+    domain: str
+    folder: Path
+    products: list[DataProduct] = field(default_factory=list)
+    errors: list[SpecError] = field(default_factory=list)
+
+
+def domain_folders(domains_dir: Path) -> list[Path]:
+    return sorted(p for p in domains_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+TRANSFORMATION_FIELDS = {"kind", "inputs", "sql", "sql_file", "range_aware", "line"}
+
+
+def _yaml_loc(loc: tuple) -> tuple:
+    """A model error location in YAML terms: ``transformations.0.output.table`` -> ``tables.0.table``."""
+    if loc[:1] == ("transformations",):
+        loc = ("tables", *loc[1:])
+        if len(loc) > 2 and loc[2] == "output":
+            loc = loc[:2] + loc[3:]
+    return loc
+
+
+def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
+    out = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1]))
+        if yaml_style:
+            loc = _yaml_loc(loc)
+        out.append(
+            SpecError(
+                relative(file),
+                yaml_lines.line_for(lines, prefix + loc),
+                ".".join(str(p) for p in loc) or "<product>",
+                err["msg"],
+            )
+        )
+    return out
+
+
+def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+    try:
+        data, lines = yaml_lines.load(path)
+    except Exception as exc:  # yaml.YAMLError carries its own line
+        mark = getattr(exc, "problem_mark", None)
+        return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
+    if not isinstance(data, dict):
+        return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
+    if data.get("domain", domain) != domain:
+        return [], [SpecError(relative(path), lines.get(("domain",)), "domain",
+                              f"spec says domain {data['domain']!r} but lives in domains/{domain}/")]
+    errors: list[SpecError] = []
+    transformations = []
+    for i, raw in enumerate(data.get("tables") or []):
+        if isinstance(raw, dict):
+            raw = {
+                "kind": "sql",
+                **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
+                "output": {k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS},
+                "line": lines.get(("tables", i)),
+            }
+            sql_file = raw.get("sql_file")
+            if isinstance(sql_file, str):
+                target = (path.parent / sql_file).resolve()
+                if not target.is_relative_to(path.parent.resolve()) or not target.is_file():
+                    errors.append(SpecError(relative(path), lines.get(("tables", i, "sql_file")), f"tables.{i}.sql_file",
+                                            f"SQL file {sql_file!r} not found next to the spec"))
+                    continue
+        transformations.append(raw)
+    external = [
+        {**e, "line": lines.get(("external", i))} if isinstance(e, dict) else e
+        for i, e in enumerate(data.get("external") or [])
+    ]
+    fields = {k: v for k, v in data.items() if k not in {"tables", "external"}}
+    fields.update(domain=domain, transformations=transformations, external=external,
+                  source_file=path, line=1)
+    try:
+        product = DataProduct.model_validate(fields)
+    except ValidationError as exc:
+        return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
+    return ([product] if not errors else []), errors
+
+
+def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+    module_name = f"mesh_domains.{domain}.{path.stem}"
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:
+            if Path(tb.tb_frame.f_code.co_filename) == path:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return [], [SpecError(relative(path), line, "", f"{type(exc).__name__}: {exc}")]
+    products, errors = [], []
+    for value in vars(module).values():
+        if not isinstance(value, Product) or value.source_file.resolve() != path.resolve():
+            continue
+        fields = {**value.spec_fields(), "source_file": path, "line": value.line}
+        if fields.setdefault("domain", domain) != domain:
+            errors.append(SpecError(relative(path), value.line, "domain",
+                                    f"product says domain {fields['domain']!r} but lives in domains/{domain}/"))
+            continue
+        try:
+            products.append(DataProduct.model_validate(fields))
+        except ValidationError as exc:
+            lines = {(): value.line}
+            lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
+            errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
+    return products, errors
+
+
+def load_domain(folder: Path) -> DomainSpecs:
+    """Load every product in one domain folder, collecting all errors instead of stopping at the first."""
+    specs = DomainSpecs(domain=folder.name, folder=folder)
+    if not IDENTIFIER.match(folder.name):
+        specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
+        return specs
+    for path in sorted(folder.iterdir()):
+        loaded: tuple[list[DataProduct], list[SpecError]]
+        if path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_"):
+            loaded = _load_python(path, folder.name)
+        elif path.suffix in {".yaml", ".yml"}:
+            loaded = _load_yaml(path, folder.name)
+        else:
+            continue
+        specs.products.extend(loaded[0])
+        specs.errors.extend(loaded[1])
+    return specs
+
+
+def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
+    if transformation.sql is not None:
+        return transformation.sql
+    assert product.source_file is not None and transformation.sql_file is not None
+    return (product.source_file.parent / transformation.sql_file).read_text()
+
+
+def load_all(domains_dir: Path) -> dict[str, DomainSpecs]:
+    return {folder.name: load_domain(folder) for folder in domain_folders(domains_dir)}
+
+

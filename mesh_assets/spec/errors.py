@@ -1,0 +1,36 @@
+"""Spec errors that name the file, the line and the field, so a domain team can fix them without guessing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, order=True)
+class SpecError:
+    file: str
+    line: int | None
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class SpecValidationError(Exception):
+    """All errors found in a set of specs, reported together rather than one at a time."""
+
+    def __init__(self, errors: list[SpecError]):
+        self.errors = sorted(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+def relative(path: Path | str | None) -> str:
+    if path is None:
+        return "<unknown>"
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,198 @@
+"""The data-product model: what a domain team declares, validated before anything runs.
+
+A data product is a set of tables that share an owner, a tier and a classification. Each output table is
+produced by one transformation (PySpark or SQL); external tables are landed by someone else and only
+observed. The Python decorator API and the YAML specs both build these same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mesh_assets.checks.spec import CheckSpec
+from mesh_assets.spec.names import Identifier, split_table_ref
+
+Tier = Literal["t1", "t2", "t3"]
+Classification = Literal["l0", "l1", "l2", "l3"]
+Partitioning = Literal["daily", "hourly", "none"]
+WriteMode = Literal["overwrite_partition", "full"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class Contact(Strict):
+    kind: Literal["email", "chat"]
+    value: str = Field(min_length=1)
+
+
+class Column(Strict):
+    """One column of an output's contract."""
+
+    name: Identifier
+    type: str = Field(min_length=1)
+    nullable: bool = True
+
+
+class Window(Strict):
+    """Which input partitions one output partition reads.
+
+    ``same``: the same partition; ``last``: the ``n`` partitions ending on it; ``all``: the whole table.
+    YAML accepts ``same``, ``all``, ``last_7`` or ``{last: 7}``.
+    """
+
+    kind: Literal["same", "last", "all"] = "same"
+    n: int = Field(default=1, ge=1, le=3660)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.startswith("last_") and value[5:].isdigit():
+                return {"kind": "last", "n": int(value[5:])}
+            return {"kind": value}
+        if isinstance(value, dict) and set(value) == {"last"}:
+            return {"kind": "last", "n": value["last"]}
+        return value
+
+    @property
+    def lookback(self) -> int:
+        """Partitions before the current one that are read too."""
+        return self.n - 1 if self.kind == "last" else 0
+
+
+def same() -> Window:
+    return Window(kind="same")
+
+
+def last(n: int) -> Window:
+    return Window(kind="last", n=n)
+
+
+def all_partitions() -> Window:
+    return Window(kind="all")
+
+
+class Input(Strict):
+    """A table a transformation reads: its own domain's (``table``) or a published one (``domain.table``)."""
+
+    table: str
+    window: Window = Field(default_factory=Window)
+    ignore_quality: bool = False
+    freshness_hours: float | None = Field(default=None, gt=0)
+    timeout_hours: float | None = Field(default=None, gt=0)
+
+    @field_validator("table")
+    @classmethod
+    def _ref(cls, value: str) -> str:
+        split_table_ref(value, default_domain="x")
+        return value
+
+    def ref(self, domain: str) -> tuple[str, str]:
+        return split_table_ref(self.table, default_domain=domain)
+
+
+class Output(Strict):
+    """One Delta table a product writes."""
+
+    table: Identifier
+    description: str = ""
+    published: bool = False
+    partitioning: Partitioning = "daily"
+    partition_column: Identifier = "p_date"
+    write_mode: WriteMode = "overwrite_partition"
+    contract: tuple[Column, ...] | None = None
+    checks: tuple[CheckSpec, ...] = ()
+
+    @field_validator("write_mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _full_when_unpartitioned(self) -> Output:
+        if self.partitioning == "none" and self.write_mode != "full":
+            raise ValueError("an unpartitioned output (partitioning: none) must use write_mode: full")
+        return self
+
+
+class PySparkTransformation(Strict):
+    kind: Literal["pyspark"] = "pyspark"
+    output: Output
+    inputs: dict[Identifier, Input] = Field(default_factory=dict)
+    fn: Callable[..., Any]
+    range_aware: bool = False
+    line: int | None = None
+
+
+class SqlTransformation(Strict):
+    """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` are bound."""
+
+    kind: Literal["sql"] = "sql"
+    output: Output
+    inputs: dict[Identifier, Input] = Field(default_factory=dict)
+    sql: str | None = None
+    sql_file: str | None = None
+    range_aware: bool = False
+    line: int | None = None
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _list_of_inputs(cls, value: Any) -> Any:
+        """YAML lists inputs; they are keyed by table name like the Python API's parameters."""
+        if isinstance(value, list):
+            return {
+                (item.get("table", "") if isinstance(item, dict) else str(item)).replace(".", "__"): item
+                for item in value
+            }
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SqlTransformation:
+        if (self.sql is None) == (self.sql_file is None):
+            raise ValueError("give exactly one of 'sql' or 'sql_file'")
+        return self
+
+
+Transformation = Annotated[PySparkTransformation | SqlTransformation, Field(discriminator="kind")]
+
+
+class ExternalTable(Strict):
+    """A table landed outside the platform: observed from its Delta log, never written by Mesh."""
+
+    table: Identifier
+    description: str = ""
+    published: bool = True
+    partitioning: Partitioning = "daily"
+    partition_column: Identifier = "p_date"
+    checks: tuple[CheckSpec, ...] = ()
+    line: int | None = None
+
+
+class DataProduct(Strict):
+    """A domain's unit of ownership: tables with one owner, tier and classification."""
+
+    domain: Identifier
+    name: Identifier
+    description: str = ""
+    owner: str = Field(pattern=r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$")
+    tier: Tier = "t3"
+    classification: Classification = "l1"
+    contacts: tuple[Contact, ...] = Field(min_length=1)
+    tags: dict[str, str] = Field(default_factory=dict)
+    cron: str | None = None
+    start_date: date = date(2021, 1, 1)
+    transformations: tuple[Transformation, ...] = ()
+    external: tuple[ExternalTable, ...] = ()
+    source_file: Path | None = None
+    line: int | None = None
+
+    @property
+    def tables(self) -> list[Output | ExternalTable]:
+        return [t.output for t in self.transformations] + list(self.external)

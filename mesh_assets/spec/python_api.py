@@ -1,0 +1,95 @@
+"""The Python API: a product object whose decorator turns PySpark functions into output tables.
+
+    orders = Product("orders", owner="food@example.com", contacts=[chat("#food-data")])
+
+    @orders.transformation(Output("orders", published=True), inputs={"raw": Input("raw_orders")})
+    def build_orders(raw: DataFrame) -> DataFrame: ...
+
+Functions receive each input as a DataFrame already restricted to the partition window (and, if they
+declare a ``context`` parameter, a :class:`~mesh_assets.factory.context.ProductContext`). They return a
+DataFrame; the platform checks and writes it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from mesh_assets.spec.model import Contact, ExternalTable, Input, Output
+
+
+def email(address: str) -> Contact:
+    return Contact(kind="email", value=address)
+
+
+def chat(channel: str) -> Contact:
+    return Contact(kind="chat", value=channel)
+
+
+class Product:
+    """Collects a product's fields and transformations; validated into a DataProduct at discovery."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        owner: str,
+        contacts: Iterable[Contact | Mapping[str, str]],
+        description: str = "",
+        tier: str = "t3",
+        classification: str = "l1",
+        tags: Mapping[str, str] | None = None,
+        cron: str | None = None,
+        start_date: date | str | None = None,
+        external: Iterable[ExternalTable | Mapping[str, Any]] = (),
+        domain: str | None = None,
+    ) -> None:
+        caller = inspect.stack()[1]
+        self.source_file = Path(caller.filename)
+        self.line = caller.lineno
+        self.fields: dict[str, Any] = {
+            "name": name,
+            "owner": owner,
+            "contacts": list(contacts),
+            "description": description,
+            "tier": tier,
+            "classification": classification,
+            "tags": dict(tags or {}),
+            "cron": cron,
+            "external": list(external),
+        }
+        if start_date is not None:
+            self.fields["start_date"] = start_date
+        if domain is not None:
+            self.fields["domain"] = domain
+        self.transformations: list[dict[str, Any]] = []
+
+    def transformation(
+        self,
+        output: Output | str,
+        *,
+        inputs: Mapping[str, Input | str] | None = None,
+        range_aware: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register ``fn`` as the producer of ``output``; inputs map parameter names to tables."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.transformations.append(
+                {
+                    "kind": "pyspark",
+                    "output": Output(table=output) if isinstance(output, str) else output,
+                    "inputs": {k: Input(table=v) if isinstance(v, str) else v for k, v in (inputs or {}).items()},
+                    "fn": fn,
+                    "range_aware": range_aware,
+                    "line": inspect.getsourcelines(fn)[1],
+                }
+            )
+            return fn
+
+        return register
+
+    def spec_fields(self) -> dict[str, Any]:
+        return {**self.fields, "transformations": self.transformations}

@@ -1,0 +1,140 @@
+"""Governance: the rules every product must pass before any asset exists.
+
+Errors are collected, never raised one at a time, so ``mesh validate`` shows a domain team everything
+that is wrong in one go.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import sqlglot
+from sqlglot import exp
+
+from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.discovery import DomainSpecs, sql_text
+from mesh_assets.spec.errors import SpecError, relative
+from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
+
+
+def sql_tables(sql: str) -> set[tuple[str | None, str]]:
+    """Tables a query reads, as (domain, table); CTE names are not tables."""
+    tree = sqlglot.parse_one(sql, read="spark")
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    out = set()
+    for table in tree.find_all(exp.Table):
+        if not table.db and table.name in ctes:
+            continue
+        out.add((table.db or None, table.name))
+    return out
+
+
+def _err(product: DataProduct, line: int | None, field: str, message: str) -> SpecError:
+    return SpecError(relative(product.source_file), line or product.line, field, message)
+
+
+def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
+    errors = []
+    for i, t in enumerate(product.transformations):
+        out = t.output
+        for name, inp in t.inputs.items():
+            field = f"tables.{i}.inputs.{name}"
+            domain, table = inp.ref(product.domain)
+            info = catalog.get(domain, table)
+            if info is None:
+                errors.append(_err(product, t.line, field, f"unknown table {domain}.{table}"))
+                continue
+            if domain != product.domain and not info.published:
+                errors.append(_err(product, t.line, field,
+                                   f"{domain}.{table} is internal to domain {domain}; only published tables "
+                                   "may be read by other domains"))
+            if info.partitioning == "none" and inp.window.kind != "all":
+                errors.append(_err(product, t.line, f"{field}.window",
+                                   f"{domain}.{table} is not partitioned; use window 'all'"))
+            if out.partitioning == "none" and inp.window.kind != "all" and info.partitioning != "none":
+                errors.append(_err(product, t.line, f"{field}.window",
+                                   f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'"))
+            if out.partitioning == "daily" and info.partitioning == "hourly" and inp.window.kind == "last":
+                errors.append(_err(product, t.line, f"{field}.window",
+                                   "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'"))
+    return errors
+
+
+def _check_transformation_code(product: DataProduct, catalog: Catalog) -> list[SpecError]:
+    errors = []
+    for i, t in enumerate(product.transformations):
+        if isinstance(t, SqlTransformation):
+            field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
+            try:
+                read = sql_tables(sql_text(t, product))
+            except sqlglot.errors.ParseError as exc:
+                detail = exc.errors[0] if exc.errors else {}
+                errors.append(_err(product, t.line, field,
+                                   f"SQL does not parse (line {detail.get('line', '?')}, col {detail.get('col', '?')}): "
+                                   f"{detail.get('description', exc)}"))
+                continue
+            declared = {inp.ref(product.domain) for inp in t.inputs.values()}
+            for domain, table in sorted(read, key=str):
+                if domain is None:
+                    errors.append(_err(product, t.line, field, f"table {table!r} must be qualified as <domain>.{table}"))
+                elif (domain, table) not in declared:
+                    errors.append(_err(product, t.line, field,
+                                       f"SQL reads {domain}.{table}, which is not a declared input"))
+        elif isinstance(t, PySparkTransformation):
+            params = inspect.signature(t.fn).parameters
+            expected = set(t.inputs)
+            given = set(params) - {"context"}
+            if expected != given:
+                errors.append(_err(product, t.line, f"tables.{i}.inputs",
+                                   f"function {t.fn.__name__}() takes {sorted(given)} but inputs are {sorted(expected)}"))
+    return errors
+
+
+def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecError]:
+    edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    where: dict[tuple[str, str], DataProduct] = {}
+    for p in products:
+        for t in p.transformations:
+            node = (p.domain, t.output.table)
+            where[node] = p
+            edges.setdefault(node, set()).update(inp.ref(p.domain) for inp in t.inputs.values())
+    errors, state, stack = [], {}, []
+
+    def visit(node: tuple[str, str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt):], nxt]
+                if only is not None and not any(d in only for d, _ in cycle):
+                    continue
+                product = where[node]
+                errors.append(_err(product, None, "inputs",
+                                   "dependency cycle: " + " -> ".join(f"{d}.{t}" for d, t in cycle)))
+            elif nxt in edges and state.get(nxt) is None:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if state.get(node) is None:
+            visit(node)
+    return errors
+
+
+def validate(domains: dict[str, DomainSpecs], only: set[str] | None = None) -> list[SpecError]:
+    """Every governance error in ``domains`` (restricted to the ``only`` domains if given)."""
+    catalog = Catalog(domains)
+    chosen = [s for name, s in domains.items() if only is None or name in only]
+    errors: list[SpecError] = [e for s in chosen for e in s.errors]
+    for first, second in catalog.duplicates:
+        if only is None or second.domain in only:
+            errors.append(SpecError(relative(second.source_file), second.line, "table",
+                                    f"duplicate table {second.ref}: also declared in "
+                                    f"{relative(first.source_file)}:{first.line}"))
+    products = [p for s in chosen for p in s.products]
+    for product in products:
+        errors += _check_inputs(product, catalog)
+        errors += _check_transformation_code(product, catalog)
+    errors += _cycles([p for s in domains.values() for p in s.products], only)
+    return sorted(set(errors))
