@@ -21,6 +21,8 @@ def cmd_setup(args: argparse.Namespace, console: Console) -> int:
 
     jars = provision(get_settings().jars_path)
     console.print(f"[green]{len(jars)} jars cached in {get_settings().jars_path}[/green]")
+    with persistent_instance() as instance:
+        console.print(f"Dagster instance ready at {instance.root_directory}")
     return 0
 
 

@@ -138,9 +138,9 @@ def run_output(
         )
     spark, registry = mesh.spark, mesh.registry
     if part is None or t.range_aware:
-        df = transform(spark, registry, product, t, catalog, part, context.log, context.run_id)
+        df = transform(spark, registry, product, t, catalog, part, context.log, context.run.run_id)
     else:
-        parts = [transform(spark, registry, product, t, catalog, part.single(v), context.log, context.run_id)
+        parts = [transform(spark, registry, product, t, catalog, part.single(v), context.log, context.run.run_id)
                  for v in part.values()]
         df = reduce(lambda a, b: a.unionByName(b), parts)
     result = publish(
@@ -150,7 +150,7 @@ def run_output(
         partition_column=t.output.partition_column if part else None,
         partitions=part,
         audit=(lambda staged: audit(staged, part)) if audit else None,
-        commit_info={"dagster_run_id": context.run_id, "asset": info.ref},
+        commit_info={"dagster_run_id": context.run.run_id, "asset": info.ref},
     )
     registry.register(spark, product.domain, t.output.table)
     return result, part

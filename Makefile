@@ -1,0 +1,45 @@
+# The README's commands. Every target sets itself up first; `setup` is idempotent and quick when done.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.mesh-installed
+JARS   := .mesh/jars/.complete
+export MESH_PROJECT_ROOT := $(CURDIR)
+export DAGSTER_HOME ?= $(CURDIR)/.mesh/dagster
+
+.PHONY: setup demo dev test test-fast bench lint clean
+
+setup: $(STAMP) $(JARS)
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(BIN)/uv pip sync -q --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	touch $(STAMP)
+
+$(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
+	$(BIN)/mesh setup
+
+demo: setup
+	$(BIN)/mesh demo
+
+dev: setup
+	$(BIN)/mesh setup
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+test: setup
+	$(BIN)/pytest
+
+test-fast: setup
+	$(BIN)/pytest -m "not slow and not e2e"
+
+bench: setup
+	$(BIN)/python -m bench
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf .mesh/dagster .mesh/warehouse .mesh/lineage
