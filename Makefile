@@ -4,12 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mesh-installed
 JARS   := .mesh/jars/.complete
+DBT_MANIFEST := dbt_project/target/manifest.json
 export MESH_PROJECT_ROOT := $(CURDIR)
 export DAGSTER_HOME ?= $(CURDIR)/.mesh/dagster
 
 .PHONY: setup demo dev test test-fast bench lint clean
 
-setup: $(STAMP) $(JARS)
+setup: $(STAMP) $(JARS) $(DBT_MANIFEST)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +21,9 @@ $(STAMP): pyproject.toml requirements.lock
 
 $(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
 	$(BIN)/mesh setup
+
+$(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/models dbt_project/macros -type f)
+	$(BIN)/python -m mesh_assets.dbt.prepare
 
 demo: setup
 	$(BIN)/mesh demo

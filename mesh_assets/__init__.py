@@ -20,7 +20,17 @@ from mesh_assets.engine.session import get_spark
 from mesh_assets.factory.context import ProductContext
 from mesh_assets.factory.definitions import domain_definitions, mesh_definitions
 from mesh_assets.settings import MeshSettings, get_settings
-from mesh_assets.spec.model import Column, Contact, ExternalTable, Input, Output, Window, all_partitions, last, same
+from mesh_assets.spec.model import (
+    Column,
+    Contact,
+    ExternalTable,
+    Input,
+    Output,
+    Window,
+    all_partitions,
+    last,
+    same,
+)
 from mesh_assets.spec.python_api import Product, chat, email
 
 __all__ = [

@@ -3,7 +3,7 @@
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import Input, Output, Product, chat, email
+from mesh_assets import AcceptedValues, Input, NotNull, Output, Product, Unique, VolumeAnomaly, chat, email
 
 orders = Product(
     "orders",
@@ -17,7 +17,17 @@ orders = Product(
 
 
 @orders.transformation(
-    Output(table="orders", published=True, description="One row per order placed on p_date."),
+    Output(
+        table="orders",
+        published=True,
+        description="One row per order placed on p_date.",
+        checks=[
+            NotNull(columns=["id", "placed_at", "restaurant_id"]),
+            Unique(keys=["id"]),
+            AcceptedValues(column="status", values=["delivered", "cancelled"]),
+            VolumeAnomaly(k=4, trailing=14, severity="warn"),
+        ],
+    ),
     inputs={"raw_orders": Input(table="raw_orders")},
 )
 def build_orders(raw_orders: DataFrame) -> DataFrame:
@@ -33,8 +43,8 @@ def build_orders(raw_orders: DataFrame) -> DataFrame:
         "courier_id",
         "city",
         "status",
-        ((F.unix_timestamp("delivered_at") - F.unix_timestamp("placed_at")) / 60).cast("double").alias(
-            "delivery_minutes"
-        ),
+        ((F.unix_timestamp("delivered_at") - F.unix_timestamp("placed_at")) / 60)
+        .cast("double")
+        .alias("delivery_minutes"),
         "p_date",
     )

@@ -58,12 +58,15 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
         console.print(f"Warehouse: {get_settings().warehouse_uri}")
         summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days)
     table = Table(title="Materialized by the demo")
-    table.add_column("asset")
-    table.add_column("partitions")
+    table.add_column("asset", no_wrap=True)
+    table.add_column("partitions", no_wrap=True)
     table.add_column("rows per partition")
     for item in summary:
-        parts = f"{item.partitions[0]} .. {item.partitions[-1]} ({len(item.partitions)})" if item.partitions[0] != "-" \
+        parts = (
+            f"{item.partitions[0]} .. {item.partitions[-1]} ({len(item.partitions)})"
+            if item.partitions[0] != "-"
             else "(unpartitioned)"
+        )
         table.add_row(item.asset, parts, " ".join(str(item.rows[p]) for p in item.partitions))
     console.print(table)
     return 0
@@ -90,8 +93,15 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
         table.add_column(column)
     edges = []
     for info in sorted(catalog.tables.values(), key=lambda i: (i.domain, i.product, i.table)):
-        table.add_row(info.domain, info.product, info.table, info.owner, "yes" if info.published else "no",
-                      info.partitioning, "external" if info.external else "product")
+        table.add_row(
+            info.domain,
+            info.product,
+            info.table,
+            info.owner,
+            "yes" if info.published else "no",
+            info.partitioning,
+            "external" if info.external else "product",
+        )
     for specs in domains.values():
         for product in specs.products:
             for t in product.transformations:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
 CITIES = ("barcelona", "madrid", "milan", "lisbon")
 DISHES = ("pizza", "ramen", "burger", "salad", "tacos", "curry", "poke", "falafel")
@@ -61,25 +62,150 @@ def raw_orders(day: date, seed: int = 7, per_day: int = 160) -> list[tuple]:
         cancelled = rng.random() < 0.05
         picked = None if cancelled else placed + timedelta(minutes=rng.randint(5, 25))
         delivered = None if cancelled else picked + timedelta(minutes=rng.randint(8, 40))
-        rows.append((
-            int(day.strftime("%Y%m%d")) * 10_000 + n,
-            placed,
-            rng.randint(1, 5_000),
-            restaurant_id,
-            menu_id,
-            rng.choice(items_by_menu[menu_id]),
-            rng.randint(1, 4),
-            rng.choice([None, None, None, 11, 12]),
-            None if cancelled else rng.randint(1, 300),
-            city,
-            picked,
-            delivered,
-            "cancelled" if cancelled else "delivered",
-            day,
-        ))
+        rows.append(
+            (
+                int(day.strftime("%Y%m%d")) * 10_000 + n,
+                placed,
+                rng.randint(1, 5_000),
+                restaurant_id,
+                menu_id,
+                rng.choice(items_by_menu[menu_id]),
+                rng.randint(1, 4),
+                rng.choice([None, None, None, 11, 12]),
+                None if cancelled else rng.randint(1, 300),
+                city,
+                picked,
+                delivered,
+                "cancelled" if cancelled else "delivered",
+                day,
+            )
+        )
     rows += [rows[i] for i in rng.sample(range(len(rows)), k=max(1, len(rows) // 50))]
     return rows
 
 
 def days(start: date, count: int) -> list[date]:
     return [start + timedelta(days=i) for i in range(count)]
+
+
+# central: the order-event stream every domain's order facts come from ---------------------------------
+
+CITY_CENTRES = {
+    "barcelona": (41.3874, 2.1686),
+    "madrid": (40.4168, -3.7038),
+    "milan": (45.4642, 9.1900),
+    "lisbon": (38.7223, -9.1393),
+}
+STORES = 40
+
+RAW_ORDER_EVENTS_SCHEMA = (
+    "event_id long, order_id long, event_type string, event_at timestamp, placed_at timestamp, city string, "
+    "customer_id long, store_id long, courier_id long, pickup_lat double, pickup_lon double, "
+    "dropoff_lat double, dropoff_lon double, p_hour timestamp"
+)
+
+
+def store_location(store_id: int, seed: int = 7) -> tuple[str, float, float]:
+    """A store's city and coordinates: fixed for a seed, so pickups of one store share a point."""
+    rng = random.Random(f"store:{seed}:{store_id}")
+    city = CITIES[store_id % len(CITIES)]
+    lat, lon = CITY_CENTRES[city]
+    return city, round(lat + rng.uniform(-0.04, 0.04), 6), round(lon + rng.uniform(-0.05, 0.05), 6)
+
+
+@lru_cache(maxsize=64)
+def order_events(day: date, seed: int = 7, per_day: int = 120) -> tuple[tuple, ...]:
+    """Every event of the orders placed on ``day``; late orders' events spill into the next day.
+
+    Events carry the order's payload (city, store, addresses) as the app emits it, so any one event
+    describes its order. Event ids are ``order_id * 10 + step``; times within an order strictly increase.
+    """
+    rng = random.Random(f"order-events:{seed}:{day.isoformat()}")
+    start = datetime.combine(day, datetime.min.time())
+    events = []
+    for n in range(per_day + rng.randint(-per_day // 8, per_day // 8)):
+        order_id = int(day.strftime("%Y%m%d")) * 10_000 + n
+        store_id = rng.randint(1, STORES)
+        city, pickup_lat, pickup_lon = store_location(store_id, seed)
+        dropoff_lat = round(pickup_lat + rng.uniform(-0.03, 0.03), 6)
+        dropoff_lon = round(pickup_lon + rng.uniform(-0.03, 0.03), 6)
+        placed = start + timedelta(seconds=rng.randint(0, 86_399))
+        payload = (placed, city, rng.randint(1, 5_000), store_id)
+        where = (pickup_lat, pickup_lon, dropoff_lat, dropoff_lon)
+        steps: list[tuple[str, datetime, int | None]] = [("placed", placed, None)]
+        if rng.random() < 0.06:
+            steps.append(("cancelled", placed + timedelta(minutes=rng.randint(1, 20)), None))
+        else:
+            courier_id = rng.randint(1, 300)
+            picked = placed + timedelta(minutes=rng.randint(5, 30), seconds=rng.randint(0, 59))
+            delivered = picked + timedelta(minutes=rng.randint(8, 45), seconds=rng.randint(0, 59))
+            steps += [("picked_up", picked, courier_id), ("delivered", delivered, courier_id)]
+        for i, (kind, at, courier) in enumerate(steps):
+            events.append(
+                (
+                    order_id * 10 + i,
+                    order_id,
+                    kind,
+                    at,
+                    *payload,
+                    courier,
+                    *where,
+                    at.replace(minute=0, second=0, microsecond=0),
+                )
+            )
+    return tuple(events)
+
+
+def raw_order_events(hour: datetime, seed: int = 7) -> list[tuple]:
+    """What ingestion lands for one hour: that hour's events, plus at-least-once duplicates."""
+    hour = hour.replace(minute=0, second=0, microsecond=0)
+    rows = sorted(
+        (e for day in (hour.date() - timedelta(days=1), hour.date()) for e in order_events(day, seed) if e[-1] == hour),
+        key=lambda e: (e[3], e[0]),
+    )
+    rng = random.Random(f"order-events-dup:{seed}:{hour.isoformat()}")
+    return rows + [rows[i] for i in rng.sample(range(len(rows)), k=(len(rows) + 9) // 10)]
+
+
+def hours(day: date) -> list[datetime]:
+    """The 24 hourly partitions of ``day``."""
+    start = datetime.combine(day, datetime.min.time())
+    return [start + timedelta(hours=h) for h in range(24)]
+
+
+# growth: Google Search Console's daily export ------------------------------------------------------------
+
+SEARCH_QUERIES = (
+    "food delivery",
+    "pizza near me",
+    "sushi delivery",
+    "late night food",
+    "grocery delivery",
+    "courier jobs",
+    "promo code",
+    "burger delivery",
+)
+COUNTRIES = ("es", "it", "pt")
+DEVICES = ("mobile", "desktop", "tablet")
+
+GOOGLE_SEARCH_CONSOLE_SCHEMA = (
+    "gsc_date date, query string, page string, country string, device string, clicks long, "
+    "impressions long, avg_position double, p_date date"
+)
+
+
+def google_search_console(day: date, seed: int = 7) -> list[tuple]:
+    """One day of search performance per query, country and device; quiet combinations are absent."""
+    rng = random.Random(f"gsc:{seed}:{day.isoformat()}")
+    rows = []
+    for query in SEARCH_QUERIES:
+        page = "/" + query.replace(" ", "-")
+        for country in COUNTRIES:
+            for device in DEVICES:
+                if rng.random() < 0.3:
+                    continue
+                impressions = rng.randint(20, 5_000)
+                clicks = rng.randint(0, impressions // 10)
+                position = round(rng.uniform(1, 30), 2)
+                rows.append((day, query, page, country, device, clicks, impressions, position, day))
+    return rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date
+from datetime import date, datetime
 
 from pyspark.sql import SparkSession
 
@@ -40,3 +40,60 @@ def land_raw_orders(spark: SparkSession, registry: TableRegistry, first: date, l
         .option("replaceWhere", replace_predicate("p_date", rng))
         .save(registry.location("food_delivery", "raw_orders"))
     )
+
+
+def land_central(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+    """Ingest ``central.raw_order_events`` for ``days``: one commit per day covering its 24 hours.
+
+    The live ingestion commits every hour (:func:`land_order_events_hour`); landing history a day per
+    commit keeps the demo fast while each hourly partition holds exactly what the hourly writer lands.
+    """
+    for day in sorted(days):
+        hours = generator.hours(day)
+        rows = [row for hour in hours for row in generator.raw_order_events(hour, seed)]
+        land_raw_order_events(spark, registry, hours[0], hours[-1], rows)
+
+
+def land_order_events_hour(spark: SparkSession, registry: TableRegistry, hour: datetime, seed: int = 7) -> None:
+    """The ingestion's hourly commit: replace one hour of ``central.raw_order_events``."""
+    land_raw_order_events(spark, registry, hour, hour, generator.raw_order_events(hour, seed))
+
+
+def land_raw_order_events(
+    spark: SparkSession, registry: TableRegistry, first: datetime, last: datetime, rows: list[tuple]
+) -> None:
+    """Replace the hours ``first``..``last`` of ``central.raw_order_events`` with ``rows`` in one commit."""
+    rng = PartitionRange("hourly", first, last)
+    (
+        spark.createDataFrame(rows, generator.RAW_ORDER_EVENTS_SCHEMA)
+        .coalesce(1)  # one file per hour, not one per hour and task: an hour holds a few dozen rows
+        .write.format("delta")
+        .mode("overwrite")
+        .partitionBy("p_hour")
+        .option("replaceWhere", replace_predicate("p_hour", rng))
+        .save(registry.location("central", "raw_order_events"))
+    )
+
+
+def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+    """Write Google Search Console's daily exports for ``days`` into ``growth`` in one commit."""
+    days = sorted(days)
+    rng = PartitionRange.from_keys("daily", days[0].isoformat(), days[-1].isoformat())
+    rows = [row for day in days for row in generator.google_search_console(day, seed)]
+    (
+        spark.createDataFrame(rows, generator.GOOGLE_SEARCH_CONSOLE_SCHEMA)
+        .coalesce(1)
+        .write.format("delta")
+        .mode("overwrite")
+        .partitionBy("p_date")
+        .option("replaceWhere", replace_predicate("p_date", rng))
+        .save(registry.location("growth", "google_search_console"))
+    )
+
+
+def land_all(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+    """Land every domain's sources for ``days``: what the outside writers of the example mesh produce."""
+    days = sorted(days)
+    land_food_delivery(spark, registry, days, seed)
+    land_central(spark, registry, days, seed)
+    land_growth(spark, registry, days, seed)

@@ -6,14 +6,17 @@ from dataclasses import dataclass
 from datetime import date
 
 import dagster as dg
+from pyspark.sql import functions as F
 
 from mesh_assets.demo.generator import days
-from mesh_assets.demo.landing import land_food_delivery
+from mesh_assets.demo.landing import land_all
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.assets import RESOURCE_KEY
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+"""The demo prints a summary; the full event log stays on the instance for ``make dev``."""
 
 
 @dataclass(frozen=True)
@@ -28,43 +31,60 @@ def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
 
 
 def run_demo(
-    defs: dg.Definitions, instance: dg.DagsterInstance, mesh: MeshResource, start: date = DEMO_START, count: int = DEMO_DAYS
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    mesh: MeshResource,
+    start: date = DEMO_START,
+    count: int = DEMO_DAYS,
 ) -> list[AssetSummary]:
     """Land the sources, then run unpartitioned products and one single-run range over the partitioned ones."""
     window = days(start, count)
-    land_food_delivery(mesh.spark, mesh.registry, window)
+    land_all(mesh.spark, mesh.registry, window)
     assets = executable_assets(defs)
     unpartitioned = [k for a in assets for k in a.keys if a.partitions_def is None]
     partitioned = [k for a in assets for k in a.keys if a.partitions_def is not None]
-    resources = {RESOURCE_KEY: mesh}
+    resources = {**(defs.resources or {}), RESOURCE_KEY: mesh}
     if unpartitioned:
-        dg.materialize(assets, instance=instance, resources=resources, selection=unpartitioned,
-                       tags={"mesh/launched_by": "demo"})
+        dg.materialize(
+            assets,
+            instance=instance,
+            resources=resources,
+            selection=unpartitioned,
+            tags={"mesh/launched_by": "demo"},
+            run_config=QUIET,
+        )
     if partitioned:
         dg.materialize(
             assets,
             instance=instance,
             resources=resources,
             selection=partitioned,
+            run_config=QUIET,
             tags={
                 "dagster/asset_partition_range_start": window[0].isoformat(),
                 "dagster/asset_partition_range_end": window[-1].isoformat(),
                 "mesh/launched_by": "demo",
             },
         )
-    return summarize(instance, [*unpartitioned, *partitioned])
+    return summarize(instance, [*unpartitioned, *partitioned], mesh)
 
 
-def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> list[AssetSummary]:
-    """Per asset: the partitions materialized and each one's latest row count, read back from the instance."""
+def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey], mesh: MeshResource) -> list[AssetSummary]:
+    """Per asset: the partitions materialized (from the instance) and their rows (from the Delta table)."""
     out = []
     for key in sorted(keys, key=lambda k: k.to_user_string()):
         records = instance.fetch_materializations(key, limit=10_000).records
-        rows: dict[str, int] = {}
-        for record in sorted(records, key=lambda r: r.storage_id):
-            mat = record.asset_materialization
-            assert mat is not None
-            count = mat.metadata.get("dagster/row_count")
-            rows[mat.partition or "-"] = int(count.value) if count is not None else -1
-        out.append(AssetSummary(key.to_user_string(), sorted(rows), rows))
+        partitions = sorted({(r.asset_materialization.partition or "-") for r in records if r.asset_materialization})
+        out.append(AssetSummary(key.to_user_string(), partitions, delta_rows(mesh, key, partitions)))
     return out
+
+
+def delta_rows(mesh: MeshResource, key: dg.AssetKey, partitions: list[str]) -> dict[str, int]:
+    """Rows per partition as readers see them now (``p_date`` partitions, or the whole table)."""
+    table = mesh.spark.read.format("delta").load(mesh.registry.location(*key.path))
+    if partitions == ["-"]:
+        return {"-": table.count()}
+    counts = {
+        str(r["p"]): r["count"] for r in table.groupBy(F.col("p_date").cast("string").alias("p")).count().collect()
+    }
+    return {p: counts.get(p, 0) for p in partitions}

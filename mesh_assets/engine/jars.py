@@ -40,8 +40,16 @@ def provision(dest: Path) -> list[Path]:
         return cached(dest)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-             f"-DoutputDirectory={tmp}", "-DincludeScope=runtime"],
+            [
+                "mvn",
+                "-q",
+                "-B",
+                "-f",
+                str(POM),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={tmp}",
+                "-DincludeScope=runtime",
+            ],
             check=True,
         )
         shipped = pyspark_artifacts()

@@ -5,19 +5,22 @@ product's owner, standard tags and kinds, a concurrency pool of its own (one wri
 single-run backfill policy (a range is one Spark job) and metadata pointing back at its source.
 """
 
-
+from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
 from dagster import AssetExecutionContext
 from pyspark.sql.types import StructType
 
+from mesh_assets.checks.evaluate import CheckOutcome, checks_of
+from mesh_assets.checks.spec import Freshness
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.compute import run_output
 from mesh_assets.factory.partitions import mapping_for, partitions_def
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import sql_text
-from mesh_assets.spec.model import DataProduct, ExternalTable, PySparkTransformation, SqlTransformation
+from mesh_assets.spec.model import DataProduct, ExternalTable, Output, PySparkTransformation, SqlTransformation
 
 RESOURCE_KEY = "mesh"
 
@@ -44,7 +47,11 @@ def product_metadata(product: DataProduct, line: int | None) -> dict[str, Any]:
     }
     if product.source_file is not None:
         metadata["dagster/code_references"] = dg.CodeReferencesMetadataValue(
-            code_references=[dg.LocalFileCodeReference(file_path=str(product.source_file.resolve()), line_number=line or product.line)]
+            code_references=[
+                dg.LocalFileCodeReference(
+                    file_path=str(product.source_file.resolve()), line_number=line or product.line
+                )
+            ]
         )
         metadata["source_file"] = str(product.source_file)
     return metadata
@@ -53,7 +60,9 @@ def product_metadata(product: DataProduct, line: int | None) -> dict[str, Any]:
 def table_schema(schema: StructType) -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
-            dg.TableColumn(f.name, f.dataType.simpleString(), constraints=dg.TableColumnConstraints(nullable=f.nullable))
+            dg.TableColumn(
+                f.name, f.dataType.simpleString(), constraints=dg.TableColumnConstraints(nullable=f.nullable)
+            )
             for f in schema.fields
         ]
     )
@@ -69,6 +78,48 @@ def deps_for(product: DataProduct, t: PySparkTransformation | SqlTransformation,
     return deps
 
 
+def check_specs(key: dg.AssetKey, output: Output, part_def: dg.PartitionsDefinition | None) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            c.check_name,
+            asset=key,
+            blocking=c.blocking,
+            partitions_def=part_def,
+            description=f"{c.kind} ({c.severity})",
+            metadata={"mesh/check": c.model_dump_json()},
+        )
+        for c in checks_of(output)
+    ]
+
+
+def freshness_policy(output: Output) -> dg.FreshnessPolicy | None:
+    """Dagster's freshness policy from a declared ``freshness`` check (evaluated by Dagster, not at write)."""
+    for c in output.checks:
+        if isinstance(c, Freshness):
+            warn = timedelta(hours=c.warn_lag_hours) if c.warn_lag_hours else None
+            return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=c.max_lag_hours), warn_window=warn)
+    return None
+
+
+def _evaluation(key: dg.AssetKey, outcome: CheckOutcome) -> dg.AssetCheckEvaluation:
+    metadata: dict[str, Any] = {"failing_rows": outcome.failing_rows}
+    if outcome.sample:
+        metadata["failing_sample"] = dg.MetadataValue.json(outcome.sample)
+    metadata.update({k: v for k, v in outcome.detail.items() if isinstance(v, int | float | str)})
+    if outcome.detail.get("drift"):
+        metadata["drift"] = dg.MetadataValue.json(outcome.detail["drift"])
+    return dg.AssetCheckEvaluation(
+        asset_key=key,
+        check_name=outcome.name,
+        passed=outcome.passed,
+        metadata=metadata,
+        severity=dg.AssetCheckSeverity.ERROR if outcome.check.blocking else dg.AssetCheckSeverity.WARN,
+        blocking=outcome.check.blocking,
+        partition=outcome.partition,
+        description=None if outcome.passed else outcome.describe(),
+    )
+
+
 def build_output_asset(
     product: DataProduct,
     t: PySparkTransformation | SqlTransformation,
@@ -76,14 +127,15 @@ def build_output_asset(
     automation_condition: dg.AutomationCondition | None = None,
 ) -> dg.AssetsDefinition:
     out = t.output
+    key = dg.AssetKey([product.domain, out.table])
+    part_def = partitions_def(out.partitioning, product.start_date)
     metadata = product_metadata(product, t.line)
     if isinstance(t, SqlTransformation):
         metadata["sql"] = dg.MetadataValue.md(f"```sql\n{sql_text(t, product).strip()}\n```")
     metadata["partition_column"] = out.partition_column if out.partitioning != "none" else "-"
     metadata["write_mode"] = out.write_mode
-
-    @dg.asset(
-        key=dg.AssetKey([product.domain, out.table]),
+    spec = dg.AssetSpec(
+        key,
         description=out.description or product.description or None,
         group_name=product.name,
         owners=[product.owner],
@@ -91,27 +143,57 @@ def build_output_asset(
         kinds={"spark", "delta", "python" if isinstance(t, PySparkTransformation) else "sql"},
         metadata=metadata,
         deps=deps_for(product, t, catalog),
-        partitions_def=partitions_def(out.partitioning, product.start_date),
-        backfill_policy=dg.BackfillPolicy.single_run() if out.partitioning != "none" else None,
-        pool=table_pool(product.domain, out.table),
+        partitions_def=part_def,
         automation_condition=automation_condition,
-        required_resource_keys={RESOURCE_KEY},
+        freshness_policy=freshness_policy(out),
     )
-    def _asset(context: AssetExecutionContext) -> dg.MaterializeResult:
+
+    @dg.multi_asset(
+        name=f"{product.domain}__{out.table}",
+        specs=[spec],
+        check_specs=check_specs(key, out, part_def),
+        partitions_def=part_def,
+        backfill_policy=dg.BackfillPolicy.single_run() if part_def is not None else None,
+        pool=table_pool(product.domain, out.table),
+        required_resource_keys={RESOURCE_KEY},
+        can_subset=True,
+    )
+    def _asset(context: AssetExecutionContext) -> Iterator[Any]:
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
-        result, part = run_output(context, mesh, product, t, catalog)
-        for key, rows in result.partition_rows.items():
-            context.add_asset_metadata({"dagster/row_count": rows}, partition_key=key)
-        metadata = {
-            "dagster/column_schema": table_schema(result.schema),
-            "delta_version": result.version,
-            "location": result.location,
-        }
-        if part is None:
-            metadata["dagster/row_count"] = result.rows
+        outcome = run_output(context, mesh, product, t, catalog)
+        for check_outcome in outcome.outcomes:
+            context.log_event(_evaluation(key, check_outcome))
+        result = outcome.result
+        common: dict[str, Any] = {}
+        if result is not None:
+            common = {
+                "dagster/column_schema": table_schema(result.schema),
+                "delta_version": result.version,
+                "location": result.location,
+            }
+        if outcome.failed:
+            problems = [o.describe() for failed in outcome.failed.values() for o in failed]
+            refused = sorted(p or "-" for p in outcome.failed)
+            # Yielding (not only logging) flushes the check evaluations before the step fails.
+            yield dg.AssetObservation(
+                asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
+            )
+            for partition, rows in result.partition_rows.items() if result else []:
+                yield dg.AssetMaterialization(
+                    asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
+                )
+            raise dg.Failure(
+                description=f"{product.domain}.{out.table}: not published: " + "; ".join(problems),
+                metadata={"failed_partitions": sorted(p or "-" for p in outcome.failed)},
+            )
+        assert result is not None
+        for partition, rows in result.partition_rows.items():
+            context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+        if outcome.part is None:
+            common["dagster/row_count"] = result.rows
         elif len(result.partition_rows) > 1:
-            metadata["run_row_count"] = result.rows
-        return dg.MaterializeResult(metadata=metadata)
+            common["run_row_count"] = result.rows
+        yield dg.MaterializeResult(asset_key=key, metadata=common)
 
     return _asset
 
@@ -124,7 +206,9 @@ def build_external_spec(product: DataProduct, ext: ExternalTable) -> dg.AssetSpe
         owners=[product.owner],
         tags={**product_tags(product, ext.published), "external": "true"},
         kinds={"delta", "external"},
-        metadata={**product_metadata(product, ext.line),
-                  "partition_column": ext.partition_column if ext.partitioning != "none" else "-"},
+        metadata={
+            **product_metadata(product, ext.line),
+            "partition_column": ext.partition_column if ext.partitioning != "none" else "-",
+        },
         partitions_def=partitions_def(ext.partitioning, product.start_date),
     )

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from typing import Any
 
 import dagster as dg
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mesh_assets.checks.evaluate import CheckOutcome, evaluate, failed_partitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.context import ProductContext
 from mesh_assets.factory.sql import rewrite_tables, view_name
@@ -20,9 +22,7 @@ from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, Input, PySparkTransformation, SqlTransformation
 from mesh_assets.storage.partitions import PartitionRange, format_key
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
-from mesh_assets.storage.writer import WriteResult, publish
-
-Audit = Callable[[DataFrame, PartitionRange | None], None]
+from mesh_assets.storage.writer import WriteResult, commit, stage
 
 
 def partition_range(context: dg.AssetExecutionContext, info: TableInfo) -> PartitionRange | None:
@@ -94,7 +94,9 @@ def transform(
     for name, inp in t.inputs.items():
         upstream = catalog.get(*inp.ref(product.domain))
         if upstream is None:
-            raise dg.Failure(description=f"input {inp.table} of {product.domain}.{t.output.table} is not in the catalog")
+            raise dg.Failure(
+                description=f"input {inp.table} of {product.domain}.{t.output.table} is not in the catalog"
+            )
         refs[name] = upstream
         frames[name] = _read(spark, registry, upstream, input_range(inp, upstream, part))
     if isinstance(t, PySparkTransformation):
@@ -118,15 +120,46 @@ def transform(
     return df
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run of one output did: what it published and what its checks found."""
+
+    result: WriteResult | None
+    part: PartitionRange | None
+    outcomes: list[CheckOutcome]
+    failed: dict[str | None, list[CheckOutcome]]
+
+
+def blocked_upstream(
+    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
+) -> list[str]:
+    """Upstream partitions whose latest blocking check failed (inputs with ``ignore_quality`` skip this)."""
+    blocked = []
+    for inp in t.inputs.values():
+        upstream = catalog.get(*inp.ref(product.domain))
+        if upstream is None or inp.ignore_quality or not upstream.blocking_checks:
+            continue
+        needed = input_range(inp, upstream, part)
+        keys = [format_key(v, needed.kind) for v in needed.values()] if needed else None
+        asset = dg.AssetKey([upstream.domain, upstream.table])
+        infos = instance.event_log_storage.get_asset_check_partition_info(
+            [dg.AssetCheckKey(asset, name) for name in upstream.blocking_checks], partition_keys=keys
+        )
+        for info in infos:
+            if info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED:
+                where = f" {info.partition_key}" if info.partition_key else ""
+                blocked.append(f"{upstream.ref}{where} (check {info.check_key.name} failed)")
+    return sorted(set(blocked))
+
+
 def run_output(
     context: dg.AssetExecutionContext,
     mesh: MeshResource,
     product: DataProduct,
     t: PySparkTransformation | SqlTransformation,
     catalog: Catalog,
-    audit: Audit | None = None,
-) -> tuple[WriteResult, PartitionRange | None]:
-    """Compute and publish one output for the run's partition(s)."""
+) -> RunOutcome:
+    """Compute, stage, check and publish one output for the run's partition(s)."""
     info = catalog.get(product.domain, t.output.table)
     assert info is not None
     part = partition_range(context, info)
@@ -136,23 +169,41 @@ def run_output(
             description=f"{info.ref}: upstream partitions not published: {', '.join(missing)}",
             metadata={"missing_upstream_partitions": missing},
         )
+    blocked = blocked_upstream(context.instance, product, t, catalog, part)
+    if blocked:
+        raise dg.Failure(
+            description=f"{info.ref}: upstream partitions failed blocking checks: {', '.join(blocked)}",
+            metadata={"blocked_upstream_partitions": blocked},
+        )
     spark, registry = mesh.spark, mesh.registry
+    run_id = context.run.run_id
     if part is None or t.range_aware:
-        df = transform(spark, registry, product, t, catalog, part, context.log, context.run.run_id)
+        df = transform(spark, registry, product, t, catalog, part, context.log, run_id)
     else:
-        parts = [transform(spark, registry, product, t, catalog, part.single(v), context.log, context.run.run_id)
-                 for v in part.values()]
+        parts = [
+            transform(spark, registry, product, t, catalog, part.single(v), context.log, run_id) for v in part.values()
+        ]
         df = reduce(lambda a, b: a.unionByName(b), parts)
-    result = publish(
-        spark,
-        df,
-        registry.location(product.domain, t.output.table),
-        partition_column=t.output.partition_column if part else None,
-        partitions=part,
-        audit=(lambda staged: audit(staged, part)) if audit else None,
-        commit_info={"dagster_run_id": context.run.run_id, "asset": info.ref},
-    )
+    location = registry.location(product.domain, t.output.table)
+    staged = stage(df)
+    try:
+        outcomes = evaluate(spark, t.output, staged, part, location)
+        failed = failed_partitions(outcomes)
+        if part is None and None in failed:
+            return RunOutcome(None, part, outcomes, failed)
+        publish = [v for v in part.values() if format_key(v, part.kind) not in failed] if part else None
+        if publish == []:
+            return RunOutcome(None, part, outcomes, failed)
+        result = commit(
+            spark,
+            staged,
+            location,
+            partition_column=t.output.partition_column if part else None,
+            partitions=part,
+            publish=publish if failed else None,
+            commit_info={"dagster_run_id": run_id, "asset": info.ref},
+        )
+    finally:
+        staged.unpersist()
     registry.register(spark, product.domain, t.output.table)
-    return result, part
-
-
+    return RunOutcome(result, part, outcomes, failed)

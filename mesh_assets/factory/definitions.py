@@ -14,7 +14,7 @@ import dagster as dg
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.assets import RESOURCE_KEY, build_external_spec, build_output_asset
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import DomainSpecs, load_all
 from mesh_assets.spec.errors import SpecValidationError
 from mesh_assets.spec.validate import validate
@@ -28,12 +28,25 @@ def assets_for(specs: DomainSpecs, catalog: Catalog) -> list[dg.AssetsDefinition
     return out
 
 
-def build_definitions(domains: dict[str, DomainSpecs], only: set[str] | None = None) -> dg.Definitions:
+def tool_tables() -> list[TableInfo]:
+    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume."""
+    from mesh_assets.dbt.catalog import dbt_tables
+
+    try:
+        return dbt_tables()
+    except FileNotFoundError:
+        return []
+
+
+def build_definitions(
+    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: list[TableInfo] | None = None
+) -> dg.Definitions:
     """Validate, then build the assets of ``only`` (default: every domain)."""
-    errors = validate(domains, only)
+    extra = tool_tables() if extra is None else extra
+    errors = validate(domains, only, extra)
     if errors:
         raise SpecValidationError(errors)
-    catalog = Catalog(domains)
+    catalog = Catalog(domains, extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
@@ -47,6 +60,17 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
     return build_definitions(load_all(folder.parent), only={folder.name})
 
 
-def mesh_definitions(domains_dir: Path | None = None) -> dg.Definitions:
-    """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh."""
-    return build_definitions(load_all(domains_dir or get_settings().domains_dir))
+def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None) -> dg.Definitions:
+    """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh.
+
+    The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
+    """
+    defs = build_definitions(load_all(domains_dir or get_settings().domains_dir))
+    if dbt is False or (dbt is None and (domains_dir is not None or not tool_tables())):
+        return defs
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
+
+    return dg.Definitions(
+        assets=[*(defs.assets or []), build_dbt_assets()],
+        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource()},
+    )

@@ -8,11 +8,11 @@ import sqlglot
 from sqlglot import exp
 
 
-def rewrite_tables(sql: str, views: dict[tuple[str, str], str]) -> str:
+def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
     """Point every ``domain.table`` the query reads at its view (an identifier swap in the parse tree)."""
     tree = sqlglot.parse_one(sql, read="spark")
     for table in tree.find_all(exp.Table):
-        key = (table.db, table.name)
+        key = (table.db or None, table.name)
         if key in views:
             alias = table.alias_or_name
             table.replace(exp.to_table(views[key]).as_(alias) if alias else exp.to_table(views[key]))

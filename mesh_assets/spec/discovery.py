@@ -11,7 +11,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from pydantic import ValidationError
 
 from mesh_assets.spec import yaml_lines
@@ -50,15 +49,17 @@ def _yaml_loc(loc: tuple) -> tuple:
 def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
     out = []
     for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1]))
+        loc = tuple(
+            p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1])
+        )
         if yaml_style:
             loc = _yaml_loc(loc)
         out.append(
             SpecError(
                 relative(file),
-                yaml_lines.line_for(lines, prefix + loc),
+                yaml_lines.line_for(lines, loc),
                 ".".join(str(p) for p in loc) or "<product>",
-                err["msg"],
+                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
             )
         )
     return out
@@ -73,8 +74,14 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
     if not isinstance(data, dict):
         return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
     if data.get("domain", domain) != domain:
-        return [], [SpecError(relative(path), lines.get(("domain",)), "domain",
-                              f"spec says domain {data['domain']!r} but lives in domains/{domain}/")]
+        return [], [
+            SpecError(
+                relative(path),
+                lines.get(("domain",)),
+                "domain",
+                f"spec says domain {data['domain']!r} but lives in domains/{domain}/",
+            )
+        ]
     errors: list[SpecError] = []
     transformations = []
     for i, raw in enumerate(data.get("tables") or []):
@@ -89,8 +96,14 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
             if isinstance(sql_file, str):
                 target = (path.parent / sql_file).resolve()
                 if not target.is_relative_to(path.parent.resolve()) or not target.is_file():
-                    errors.append(SpecError(relative(path), lines.get(("tables", i, "sql_file")), f"tables.{i}.sql_file",
-                                            f"SQL file {sql_file!r} not found next to the spec"))
+                    errors.append(
+                        SpecError(
+                            relative(path),
+                            lines.get(("tables", i, "sql_file")),
+                            f"tables.{i}.sql_file",
+                            f"SQL file {sql_file!r} not found next to the spec",
+                        )
+                    )
                     continue
         transformations.append(raw)
     external = [
@@ -98,8 +111,7 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
         for i, e in enumerate(data.get("external") or [])
     ]
     fields = {k: v for k, v in data.items() if k not in {"tables", "external"}}
-    fields.update(domain=domain, transformations=transformations, external=external,
-                  source_file=path, line=1)
+    fields.update(domain=domain, transformations=transformations, external=external, source_file=path, line=1)
     try:
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
@@ -119,7 +131,7 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         tb = exc.__traceback__
         line = None
         while tb is not None:
-            if Path(tb.tb_frame.f_code.co_filename) == path:
+            if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
                 line = tb.tb_lineno
             tb = tb.tb_next
         return [], [SpecError(relative(path), line, "", f"{type(exc).__name__}: {exc}")]
@@ -129,8 +141,14 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
             continue
         fields = {**value.spec_fields(), "source_file": path, "line": value.line}
         if fields.setdefault("domain", domain) != domain:
-            errors.append(SpecError(relative(path), value.line, "domain",
-                                    f"product says domain {fields['domain']!r} but lives in domains/{domain}/"))
+            errors.append(
+                SpecError(
+                    relative(path),
+                    value.line,
+                    "domain",
+                    f"product says domain {fields['domain']!r} but lives in domains/{domain}/",
+                )
+            )
             continue
         try:
             products.append(DataProduct.model_validate(fields))
@@ -169,5 +187,3 @@ def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
 
 def load_all(domains_dir: Path) -> dict[str, DomainSpecs]:
     return {folder.name: load_domain(folder) for folder in domain_folders(domains_dir)}
-
-

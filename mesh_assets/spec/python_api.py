@@ -2,7 +2,7 @@
 
     orders = Product("orders", owner="food@example.com", contacts=[chat("#food-data")])
 
-    @orders.transformation(Output("orders", published=True), inputs={"raw": Input("raw_orders")})
+    @orders.transformation(Output(table="orders", published=True), inputs={"raw": Input(table="raw_orders")})
     def build_orders(raw: DataFrame) -> DataFrame: ...
 
 Functions receive each input as a DataFrame already restricted to the partition window (and, if they

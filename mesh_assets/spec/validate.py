@@ -7,11 +7,12 @@ that is wrong in one go.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 
 import sqlglot
 from sqlglot import exp
 
-from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import DomainSpecs, sql_text
 from mesh_assets.spec.errors import SpecError, relative
 from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
@@ -45,18 +46,37 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
                 errors.append(_err(product, t.line, field, f"unknown table {domain}.{table}"))
                 continue
             if domain != product.domain and not info.published:
-                errors.append(_err(product, t.line, field,
-                                   f"{domain}.{table} is internal to domain {domain}; only published tables "
-                                   "may be read by other domains"))
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        field,
+                        f"{domain}.{table} is internal to domain {domain}; only published tables "
+                        "may be read by other domains",
+                    )
+                )
             if info.partitioning == "none" and inp.window.kind != "all":
-                errors.append(_err(product, t.line, f"{field}.window",
-                                   f"{domain}.{table} is not partitioned; use window 'all'"))
+                errors.append(
+                    _err(product, t.line, f"{field}.window", f"{domain}.{table} is not partitioned; use window 'all'")
+                )
             if out.partitioning == "none" and inp.window.kind != "all" and info.partitioning != "none":
-                errors.append(_err(product, t.line, f"{field}.window",
-                                   f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'"))
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.window",
+                        f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'",
+                    )
+                )
             if out.partitioning == "daily" and info.partitioning == "hourly" and inp.window.kind == "last":
-                errors.append(_err(product, t.line, f"{field}.window",
-                                   "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'"))
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.window",
+                        "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
+                    )
+                )
     return errors
 
 
@@ -69,24 +89,39 @@ def _check_transformation_code(product: DataProduct, catalog: Catalog) -> list[S
                 read = sql_tables(sql_text(t, product))
             except sqlglot.errors.ParseError as exc:
                 detail = exc.errors[0] if exc.errors else {}
-                errors.append(_err(product, t.line, field,
-                                   f"SQL does not parse (line {detail.get('line', '?')}, col {detail.get('col', '?')}): "
-                                   f"{detail.get('description', exc)}"))
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        field,
+                        f"SQL does not parse (line {detail.get('line', '?')}, col {detail.get('col', '?')}): "
+                        f"{detail.get('description', exc)}",
+                    )
+                )
                 continue
             declared = {inp.ref(product.domain) for inp in t.inputs.values()}
             for domain, table in sorted(read, key=str):
                 if domain is None:
-                    errors.append(_err(product, t.line, field, f"table {table!r} must be qualified as <domain>.{table}"))
+                    errors.append(
+                        _err(product, t.line, field, f"table {table!r} must be qualified as <domain>.{table}")
+                    )
                 elif (domain, table) not in declared:
-                    errors.append(_err(product, t.line, field,
-                                       f"SQL reads {domain}.{table}, which is not a declared input"))
+                    errors.append(
+                        _err(product, t.line, field, f"SQL reads {domain}.{table}, which is not a declared input")
+                    )
         elif isinstance(t, PySparkTransformation):
             params = inspect.signature(t.fn).parameters
             expected = set(t.inputs)
             given = set(params) - {"context"}
             if expected != given:
-                errors.append(_err(product, t.line, f"tables.{i}.inputs",
-                                   f"function {t.fn.__name__}() takes {sorted(given)} but inputs are {sorted(expected)}"))
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"tables.{i}.inputs",
+                        f"function {t.fn.__name__}() takes {sorted(given)} but inputs are {sorted(expected)}",
+                    )
+                )
     return errors
 
 
@@ -105,12 +140,13 @@ def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecErro
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                cycle = [*stack[stack.index(nxt):], nxt]
+                cycle = [*stack[stack.index(nxt) :], nxt]
                 if only is not None and not any(d in only for d, _ in cycle):
                     continue
                 product = where[node]
-                errors.append(_err(product, None, "inputs",
-                                   "dependency cycle: " + " -> ".join(f"{d}.{t}" for d, t in cycle)))
+                errors.append(
+                    _err(product, None, "inputs", "dependency cycle: " + " -> ".join(f"{d}.{t}" for d, t in cycle))
+                )
             elif nxt in edges and state.get(nxt) is None:
                 visit(nxt)
         stack.pop()
@@ -122,16 +158,23 @@ def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecErro
     return errors
 
 
-def validate(domains: dict[str, DomainSpecs], only: set[str] | None = None) -> list[SpecError]:
+def validate(
+    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: Iterable[TableInfo] = ()
+) -> list[SpecError]:
     """Every governance error in ``domains`` (restricted to the ``only`` domains if given)."""
-    catalog = Catalog(domains)
+    catalog = Catalog(domains, extra)
     chosen = [s for name, s in domains.items() if only is None or name in only]
     errors: list[SpecError] = [e for s in chosen for e in s.errors]
     for first, second in catalog.duplicates:
         if only is None or second.domain in only:
-            errors.append(SpecError(relative(second.source_file), second.line, "table",
-                                    f"duplicate table {second.ref}: also declared in "
-                                    f"{relative(first.source_file)}:{first.line}"))
+            errors.append(
+                SpecError(
+                    relative(second.source_file),
+                    second.line,
+                    "table",
+                    f"duplicate table {second.ref}: also declared in {relative(first.source_file)}:{first.line}",
+                )
+            )
     products = [p for s in chosen for p in s.products]
     for product in products:
         errors += _check_inputs(product, catalog)

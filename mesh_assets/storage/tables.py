@@ -6,7 +6,7 @@ pointing at the Delta location, so any process reads ``central.order_descriptors
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -18,10 +18,13 @@ class TableNotFoundError(LookupError):
     """A registered name whose Delta table has never been written."""
 
 
+_SESSION_NAMES: dict[int, dict[str, str]] = {}
+"""Per SparkSession: registered ``domain.table`` name -> the Delta location it points at."""
+
+
 @dataclass
 class TableRegistry:
     warehouse: str
-    _registered: dict[int, set[tuple[str, str]]] = field(default_factory=dict, repr=False)
 
     def location(self, domain: str, table: str) -> str:
         return f"{self.warehouse.rstrip('/')}/{check_identifier(domain)}/{check_identifier(table)}"
@@ -30,17 +33,22 @@ class TableRegistry:
         return DeltaTable.isDeltaTable(spark, self.location(domain, table))
 
     def register(self, spark: SparkSession, domain: str, table: str) -> str:
-        """Make ``<domain>.<table>`` resolvable in ``spark``; returns the qualified name."""
+        """Make ``<domain>.<table>`` resolvable in ``spark``; returns the qualified name.
+
+        A session holds one catalog; when another registry (another warehouse) registered the same name
+        before, the name is re-pointed here rather than silently reading the other warehouse.
+        """
         name = f"{check_identifier(domain)}.{check_identifier(table)}"
-        seen = self._registered.setdefault(id(spark), set())
-        if (domain, table) in seen and spark.catalog.tableExists(name):
-            return name
         location = self.location(domain, table)
+        names = _SESSION_NAMES.setdefault(id(spark), {})
+        if names.get(name) == location and spark.catalog.tableExists(name):
+            return name
         if not DeltaTable.isDeltaTable(spark, location):
             raise TableNotFoundError(f"table {name} has no Delta table at {location} yet")
         if not spark.catalog.databaseExists(domain):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS `{domain}`")
-        if not spark.catalog.tableExists(name):
-            spark.catalog.createTable(name, path=location, source="delta")
-        seen.add((domain, table))
+        if spark.catalog.tableExists(name):
+            spark.sql(f"DROP TABLE `{domain}`.`{table}`")
+        spark.catalog.createTable(name, path=location, source="delta")
+        names[name] = location
         return name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.demo.generator import days
-from mesh_assets.demo.landing import land_food_delivery
+from mesh_assets.demo.landing import land_all
 from mesh_assets.demo.run import executable_assets
 
 pytestmark = pytest.mark.spark
@@ -29,9 +30,17 @@ class World:
     mesh: MeshResource
     instance: dg.DagsterInstance
     defs: dg.Definitions
+    days: tuple[date, ...] = ()
 
-    def materialize(self, keys: list[list[str]], partition: str | None = None, *,
-                    start: str | None = None, end: str | None = None, raise_on_error: bool = True):
+    def materialize(
+        self,
+        keys: list[list[str]],
+        partition: str | None = None,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        raise_on_error: bool = True,
+    ):
         tags = {}
         if start:
             tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end or start}
@@ -52,13 +61,17 @@ class World:
 
 def new_world(spark, base: Path, day_count: int = 14) -> World:
     mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
-    land_food_delivery(spark, mesh.registry, days(START, day_count))
-    world = World(mesh, dg.DagsterInstance.ephemeral(), mesh_definitions(ROOT / "domains"))
+    landed = tuple(days(START, day_count))
+    land_all(spark, mesh.registry, landed)
+    world = World(mesh, dg.DagsterInstance.ephemeral(), mesh_definitions(ROOT / "domains"), landed)
     world.materialize(DIMENSIONS)
     return world
 
 
 @pytest.fixture(scope="module")
-def world(spark, tmp_path_factory) -> World:
-    """A fresh world per test module: modules may change its data without affecting others."""
-    return new_world(spark, tmp_path_factory.mktemp("world"))
+def world(spark, tmp_path_factory, request: pytest.FixtureRequest) -> Iterator[World]:
+    """A fresh world per test module: modules may change its data without affecting others.
+
+    A module may set ``WORLD_DAYS`` to land fewer days than 14: each landed day costs Delta commits.
+    """
+    yield new_world(spark, tmp_path_factory.mktemp("world"), getattr(request.module, "WORLD_DAYS", 14))

@@ -49,8 +49,10 @@ def test_rerun_is_idempotent(world):
 def test_changed_input_replaces_only_its_partition(world):
     world.materialize([["food_delivery", "orders"]], start="2021-06-01", end="2021-06-05")
     orders = world.table("food_delivery", "orders")
-    untouched = {d: sorted(tuple(r) for r in orders.where(f"p_date = DATE'{d}'").collect())
-                 for d in ("2021-06-01", "2021-06-02", "2021-06-04", "2021-06-05")}
+    untouched = {
+        d: sorted(tuple(r) for r in orders.where(f"p_date = DATE'{d}'").collect())
+        for d in ("2021-06-01", "2021-06-02", "2021-06-04", "2021-06-05")
+    }
     day = date(2021, 6, 3)
     corrected = [r for r in generator.raw_orders(day) if r[9] == "madrid"]
     land_raw_orders(world.mesh.spark, world.mesh.registry, day, day, corrected)
@@ -83,9 +85,11 @@ def test_seven_day_window_reads_exactly_seven_partitions(world):
     placed_on = {r["placed_on"] for r in rows}
     assert placed_on == {end - timedelta(days=i) for i in range(7)}
     orders = world.table("food_delivery", "orders")
-    delivered = orders.where(
-        f"status = 'delivered' AND p_date BETWEEN DATE'{end - timedelta(days=6)}' AND DATE'{end}'"
-    ).select("id").collect()
+    delivered = (
+        orders.where(f"status = 'delivered' AND p_date BETWEEN DATE'{end - timedelta(days=6)}' AND DATE'{end}'")
+        .select("id")
+        .collect()
+    )
     assert sorted(r["order_id"] for r in rows) == sorted(r["id"] for r in delivered)
 
 
@@ -115,12 +119,14 @@ def test_full_mode_replaces_the_whole_table(world):
     spark = world.mesh.spark
     registry = world.mesh.registry
     spark.createDataFrame([(1, 1, "only menu", "milan")], generator.MENUS_SCHEMA).write.format("delta").mode(
-        "overwrite").save(registry.location("food_delivery", "raw_menus"))
+        "overwrite"
+    ).save(registry.location("food_delivery", "raw_menus"))
     world.materialize([["food_delivery", "menus"]])
     assert [tuple(r) for r in world.table("food_delivery", "menus").collect()] == [(1, 1, "only menu", "milan")]
     cat = generator.catalogue()
     spark.createDataFrame(cat.menus, generator.MENUS_SCHEMA).write.format("delta").mode("overwrite").save(
-        registry.location("food_delivery", "raw_menus"))
+        registry.location("food_delivery", "raw_menus")
+    )
     world.materialize([["food_delivery", "menus"]])
     assert world.table("food_delivery", "menus").count() == len(cat.menus)
 

@@ -1,0 +1,242 @@
+"""Evaluating checks on staged data, per partition, before anything is published.
+
+Each check turns into a few Spark aggregations over the staged DataFrame grouped by partition, so a
+year-long single-run backfill evaluates every check in a handful of jobs, not one job per day.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from mesh_assets.checks.spec import (
+    AcceptedValues,
+    CheckSpec,
+    Freshness,
+    NotNull,
+    RowCount,
+    SchemaContract,
+    SqlAssertion,
+    Unique,
+    VolumeAnomaly,
+)
+from mesh_assets.factory.sql import rewrite_tables
+from mesh_assets.spec.model import Output
+from mesh_assets.storage.partitions import PartitionRange, step
+
+PK = "__mesh_partition"
+SAMPLE_ROWS = 5
+UNPARTITIONED = "-"
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check's verdict on one partition (``None`` for an unpartitioned table)."""
+
+    check: CheckSpec
+    partition: str | None
+    passed: bool
+    failing_rows: int = 0
+    sample: list[dict[str, Any]] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.check.check_name
+
+    def describe(self) -> str:
+        where = f" on partition {self.partition}" if self.partition else ""
+        extra = f" ({self.failing_rows} failing rows)" if self.failing_rows else ""
+        if "drift" in self.detail:
+            extra = f" ({'; '.join(self.detail['drift'])})"
+        elif "reason" in self.detail:
+            extra = f" ({self.detail['reason']})"
+        return f"check {self.name}{where} failed{extra}"
+
+
+def checks_of(output: Output) -> list[CheckSpec]:
+    """The output's declared checks, plus a blocking schema contract when a contract is declared."""
+    checks = [c for c in output.checks if not isinstance(c, Freshness)]
+    if output.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
+        checks.append(SchemaContract())
+    return checks
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, int | float | str | bool | type(None)) else str(v) for k, v in row.items()}
+
+
+class _Evaluation:
+    def __init__(
+        self, spark: SparkSession, output: Output, staged: DataFrame, part: PartitionRange | None, location: str | None
+    ):
+        self.spark, self.output, self.part, self.location = spark, output, part, location
+        self.keys = part.keys() if part else [UNPARTITIONED]
+        if part is not None:
+            fmt = "yyyy-MM-dd" if part.kind == "daily" else "yyyy-MM-dd-HH:mm"
+            self.staged = staged.withColumn(PK, F.date_format(output.partition_column, fmt))
+        else:
+            self.staged = staged.withColumn(PK, F.lit(UNPARTITIONED))
+        self._counts: dict[str, int] | None = None
+
+    def counts(self) -> dict[str, int]:
+        if self._counts is None:
+            self._counts = {k: 0 for k in self.keys}
+            for row in self.staged.groupBy(PK).count().collect():
+                self._counts[row[PK]] = row["count"]
+        return self._counts
+
+    def outcome(self, check: CheckSpec, key: str, passed: bool, **kwargs: Any) -> CheckOutcome:
+        return CheckOutcome(check, None if key == UNPARTITIONED else key, passed, **kwargs)
+
+    def failing(self, check: CheckSpec, failing: DataFrame, weight: str | None = None) -> list[CheckOutcome]:
+        """Outcomes from a DataFrame of failing rows (each row a failure, or ``weight`` failures)."""
+        agg = F.sum(weight) if weight else F.count(F.lit(1))
+        per_key = {r[PK]: int(r["n"]) for r in failing.groupBy(PK).agg(agg.alias("n")).collect()}
+        samples: dict[str, list[dict[str, Any]]] = {}
+        if per_key:
+            for row in failing.limit(SAMPLE_ROWS * min(len(per_key), 20)).collect():
+                data = row.asDict()
+                samples.setdefault(data.pop(PK), []).append(_jsonable(data))
+        return [
+            self.outcome(
+                check,
+                k,
+                per_key.get(k, 0) == 0,
+                failing_rows=per_key.get(k, 0),
+                sample=samples.get(k, [])[:SAMPLE_ROWS],
+            )
+            for k in self.keys
+        ]
+
+    def run(self, check: CheckSpec) -> list[CheckOutcome]:
+        handler = getattr(self, f"_{check.kind}")
+        return handler(check)
+
+    def _not_null(self, check: NotNull) -> list[CheckOutcome]:
+        condition = F.lit(False)
+        for column in check.columns:
+            condition = condition | F.col(column).isNull()
+        return self.failing(check, self.staged.where(condition))
+
+    def _unique(self, check: Unique) -> list[CheckOutcome]:
+        dups = self.staged.groupBy(PK, *check.keys).count().where(F.col("count") > 1)
+        return self.failing(check, dups.withColumnRenamed("count", "copies"), weight="copies")
+
+    def _accepted_values(self, check: AcceptedValues) -> list[CheckOutcome]:
+        column = F.col(check.column)
+        return self.failing(check, self.staged.where(column.isNotNull() & ~column.isin(list(check.values))))
+
+    def _sql(self, check: SqlAssertion) -> list[CheckOutcome]:
+        view = f"mesh_staged_{uuid.uuid4().hex[:10]}"
+        self.staged.createOrReplaceTempView(view)
+        try:
+            failing = self.spark.sql(rewrite_tables(check.sql, {(None, "staged"): view}))
+            if PK not in failing.columns:
+                if self.output.partition_column in failing.columns and self.part is not None:
+                    fmt = "yyyy-MM-dd" if self.part.kind == "daily" else "yyyy-MM-dd-HH:mm"
+                    failing = failing.withColumn(PK, F.date_format(self.output.partition_column, fmt))
+                else:
+                    total = failing.count()
+                    rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()]
+                    return [self.outcome(check, k, total == 0, failing_rows=total, sample=rows) for k in self.keys]
+            return self.failing(check, failing)
+        finally:
+            self.spark.catalog.dropTempView(view)
+
+    def _row_count(self, check: RowCount) -> list[CheckOutcome]:
+        out = []
+        for key, n in self.counts().items():
+            low = check.min is not None and n < check.min
+            high = check.max is not None and n > check.max
+            reason = f"{n} rows, expected " + " and ".join(
+                ([f">= {check.min}"] if check.min is not None else [])
+                + ([f"<= {check.max}"] if check.max is not None else [])
+            )
+            out.append(self.outcome(check, key, not (low or high), detail={"rows": n, "reason": reason}))
+        return out
+
+    def _volume_anomaly(self, check: VolumeAnomaly) -> list[CheckOutcome]:
+        history = self._published_counts(check.trailing)
+        out = []
+        for key, n in self.counts().items():
+            previous = [history[k] for k in sorted(history) if k < key][-check.trailing :]
+            if len(previous) < 3:
+                out.append(self.outcome(check, key, True, detail={"rows": n, "reason": "not enough history"}))
+                continue
+            mean = sum(previous) / len(previous)
+            std = math.sqrt(sum((x - mean) ** 2 for x in previous) / (len(previous) - 1))
+            passed = abs(n - mean) <= check.k * max(std, 1e-9) or n == mean
+            reason = f"{n} rows vs mean {mean:.1f} ± {check.k}·{std:.1f} over {len(previous)} partitions"
+            out.append(self.outcome(check, key, passed, detail={"rows": n, "mean": mean, "std": std, "reason": reason}))
+        return out
+
+    def _published_counts(self, trailing: int) -> dict[str, int]:
+        from delta.tables import DeltaTable
+
+        if self.part is None or self.location is None or not DeltaTable.isDeltaTable(self.spark, self.location):
+            return {}
+        first = self.part.start - trailing * step(self.part.kind)
+        lo, hi = self.part.literal(first), self.part.literal(self.part.end)
+        published = self.spark.read.format("delta").load(self.location)
+        column = F.col(self.output.partition_column)
+        fmt = "yyyy-MM-dd" if self.part.kind == "daily" else "yyyy-MM-dd-HH:mm"
+        rows = (
+            published.where(column.between(F.lit(lo), F.lit(hi)))
+            .groupBy(F.date_format(column, fmt).alias("k"))
+            .count()
+            .collect()
+        )
+        in_run = set(self.keys)
+        return {r["k"]: r["count"] for r in rows if r["k"] not in in_run}
+
+    def _schema_contract(self, check: SchemaContract) -> list[CheckOutcome]:
+        drift = schema_drift(self.output, self.staged.drop(PK))
+        return [self.outcome(check, k, not drift, detail={"drift": drift}) for k in self.keys]
+
+
+def schema_drift(output: Output, df: DataFrame) -> list[str]:
+    """Column-by-column differences between the output's contract and ``df``'s schema."""
+    if output.contract is None:
+        return []
+    actual = {f.name: f for f in df.schema.fields}
+    drift = []
+    for column in output.contract:
+        found = actual.get(column.name)
+        if found is None:
+            drift.append(f"column {column.name} is missing")
+        elif found.dataType.simpleString() != column.type.lower():
+            drift.append(f"column {column.name} is {found.dataType.simpleString()}, contract says {column.type}")
+        elif not column.nullable and found.nullable:
+            drift.append(f"column {column.name} is nullable, contract says not null")
+    declared = {c.name for c in output.contract} | {output.partition_column}
+    drift += [f"column {name} is not in the contract" for name in actual if name not in declared]
+    return drift
+
+
+def evaluate(
+    spark: SparkSession,
+    output: Output,
+    staged: DataFrame,
+    part: PartitionRange | None,
+    location: str | None = None,
+    checks: Iterable[CheckSpec] | None = None,
+) -> list[CheckOutcome]:
+    """Every check of ``output`` on ``staged``, one outcome per check and partition."""
+    evaluation = _Evaluation(spark, output, staged, part, location)
+    return [o for check in (checks if checks is not None else checks_of(output)) for o in evaluation.run(check)]
+
+
+def failed_partitions(outcomes: Iterable[CheckOutcome]) -> dict[str | None, list[CheckOutcome]]:
+    """Partitions that a blocking check failed, with the failing outcomes."""
+    out: dict[str | None, list[CheckOutcome]] = {}
+    for o in outcomes:
+        if not o.passed and o.check.blocking:
+            out.setdefault(o.partition, []).append(o)
+    return out

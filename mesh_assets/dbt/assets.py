@@ -1,0 +1,172 @@
+"""The dbt project as Mesh assets: one multi-asset over every dbt model, daily-partitioned like the mesh.
+
+- keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
+- a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'`` and every
+  model replaces exactly those days (``replace_where``), so re-running a day is idempotent;
+- a range is one dbt invocation (``BackfillPolicy.single_run()``);
+- dbt tests are asset checks, blocking when their severity is ``error``: a failing one fails the step,
+  dbt skips the models below it, and Dagster does not run downstream assets;
+- ``full_refresh: true`` in run config recreates the selected models from the run's window.
+"""
+
+import json
+import sys
+import warnings
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
+
+from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
+from mesh_assets.dbt.runner import dagster_events, invoke_dbt, selection_for
+from mesh_assets.dbt.translator import MeshDbtTranslator, model_domain
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.partitions import partitions_def
+from mesh_assets.settings import get_settings
+from mesh_assets.spec.names import check_identifier
+from mesh_assets.storage.tables import TableNotFoundError
+
+RESOURCE_KEY = "mesh"
+DBT_RESOURCE_KEY = "dbt"
+DBT_START = date(2021, 6, 1)
+DBT_POOL = "mesh/dbt"
+
+
+class DbtRunConfig(dg.Config):
+    """Run config of the dbt assets."""
+
+    full_refresh: bool = False
+
+
+def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    if kind == "source":
+        return sorted({(s["schema"], s["name"]) for s in manifest["sources"].values()})
+    return sorted(
+        {
+            (model_domain(n), n["alias"] or n["name"])
+            for n in manifest["nodes"].values()
+            if n["resource_type"] == "model" and n["config"].get("materialized") in {"incremental", "table"}
+        }
+    )
+
+
+def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
+    """Make dbt's sources and its existing models resolvable as ``<domain>.<table>`` in Mesh's session.
+
+    Sources must have been published; models are registered when their Delta table exists, so dbt sees
+    them as existing and replaces the window's days instead of recreating the table.
+    """
+    spark, registry = mesh.spark, mesh.registry
+    for schema, name in _tables(manifest, "source"):
+        try:
+            registry.register(spark, check_identifier(schema), check_identifier(name))
+        except TableNotFoundError as exc:
+            raise dg.Failure(description=f"dbt source {schema}.{name} has never been published: {exc}") from None
+    for domain, name in _tables(manifest, "model"):
+        if registry.exists(spark, domain, name):
+            registry.register(spark, domain, name)
+
+
+def missing_sources(context: dg.AssetExecutionContext) -> list[str]:
+    """Upstream platform partitions the window needs that were never materialized."""
+    keys = set(context.partition_keys) if context.has_partition_key_range or context.has_partition_key else set()
+    missing = []
+    own = set(context.assets_def.keys)
+    for dep in sorted({k for ks in context.assets_def.asset_deps.values() for k in ks} - own):
+        done = context.instance.get_materialized_partitions(dep)
+        missing += [f"{dep.to_user_string()} {k}" for k in sorted(keys - done)]
+    return missing
+
+
+def window_vars(context: dg.AssetExecutionContext) -> dict[str, str]:
+    rng = context.partition_key_range
+    return {"min_date": date.fromisoformat(rng.start).isoformat(), "max_date": date.fromisoformat(rng.end).isoformat()}
+
+
+def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.AssetsDefinition:
+    """Every dbt model of the project as one daily-partitioned, single-run-backfilled multi-asset."""
+    project = project or mesh_dbt_project()
+    manifest = load_manifest(manifest_path or Path(project.manifest_path))
+    translator = MeshDbtTranslator()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+
+        @dbt_assets(
+            manifest=manifest,
+            project=project,
+            name="dbt_models",
+            dagster_dbt_translator=translator,
+            partitions_def=partitions_def("daily", DBT_START),
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            pool=DBT_POOL,
+        )
+        def dbt_models(
+            context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
+        ):
+            missing = missing_sources(context)
+            if missing:
+                raise dg.Failure(description="upstream partitions not published yet: " + ", ".join(missing))
+            args = ["build", *selection_for(context, manifest, translator), "--vars", json.dumps(window_vars(context))]
+            if config.full_refresh:
+                args.append("--full-refresh")
+            warehouse = mesh.registry.warehouse
+            if (dbt.target or "session") != "session":
+                # A remote target (thrift) has its own Spark: dagster-dbt's subprocess invocation.
+                yield from dbt.cli(args, context=context).stream()
+                return
+            register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
+            target_path = get_settings().home / "dbt" / "target"
+            result = invoke_dbt(
+                args,
+                project_dir=Path(dbt.project_dir),
+                profiles_dir=Path(dbt.profiles_dir or dbt.project_dir),
+                target="session",
+                target_path=target_path,
+                env=dbt_env(warehouse),
+                log=context.log,
+            )
+            failed_models = []
+            for event in dagster_events(result, manifest, translator, context, project):
+                if isinstance(event, dg.Output):
+                    key = context.asset_key_for_output(event.output_name)
+                    event = event.with_metadata(
+                        {
+                            **event.metadata,
+                            "location": mesh.registry.location(*key.path),
+                            "partition_window": "{min_date}..{max_date}".format(**window_vars(context)),
+                        }
+                    )
+                yield event
+            for raw in result.events:
+                if raw["info"]["name"] == "LogModelResult" and raw["data"].get("status") == "error":
+                    failed_models.append(raw["data"]["node_info"]["unique_id"])
+            if result.exception is not None or failed_models:
+                raise dg.Failure(
+                    description=f"dbt build failed: {result.exception or ', '.join(failed_models)}",
+                    metadata={"errors": dg.MetadataValue.text("\n".join(result.errors())[-5000:])},
+                )
+
+    return dbt_models
+
+
+def dbt_resource(project: DbtProject | None = None) -> DbtCliResource:
+    project = project or mesh_dbt_project()
+    venv_dbt = Path(sys.executable).with_name("dbt")  # the virtualenv's dbt, even when it is not on PATH
+    return DbtCliResource(
+        project_dir=project,
+        profiles_dir=str(project.profiles_dir),
+        target=project.target,
+        dbt_executable=str(venv_dbt) if venv_dbt.exists() else "dbt",
+    )
+
+
+def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
+    """The dbt domain's code location: its dbt assets (with checks), the mesh resource and dbt."""
+    return dg.Definitions(
+        assets=[build_dbt_assets(project, manifest_path)],
+        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
+    )

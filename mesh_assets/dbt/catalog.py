@@ -1,0 +1,71 @@
+"""dbt models as Mesh catalog entries, so Python and SQL products can declare them as inputs.
+
+``Catalog`` only discovers Python/YAML products; ``dbt_tables()`` reads the prepared manifest and returns
+one :class:`TableInfo` per persisted dbt model, keyed ``(domain, model)`` like the dbt assets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from mesh_assets.dbt.project import load_manifest, project_dir
+from mesh_assets.dbt.translator import model_domain, node_meta
+from mesh_assets.spec.catalog import TableInfo
+
+PERSISTED = {"incremental", "table"}
+
+
+def _partitioning(config: dict[str, Any]) -> tuple[str, str]:
+    partition_by = config.get("partition_by")
+    column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
+    if column and config.get("materialized") == "incremental":
+        return "daily", str(column)
+    return "none", "p_date"
+
+
+def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
+    """Names of the model's dbt tests with severity ``error``: its blocking asset checks."""
+    names = []
+    for child in manifest.get("child_map", {}).get(model_id, []):
+        test = manifest["nodes"].get(child)
+        is_test = bool(test) and test["resource_type"] == "test" and test.get("attached_node") == model_id
+        if is_test and str((test.get("config") or {}).get("severity") or "error").lower() == "error":
+            names.append(test["name"])
+    return tuple(sorted(names))
+
+
+def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]:
+    """Every persisted dbt model as a TableInfo (``published`` from its meta; start date of the dbt assets)."""
+    from mesh_assets.dbt.assets import DBT_START
+
+    if not isinstance(manifest, dict):
+        manifest = load_manifest(manifest)
+    root = project_dir()
+    out = []
+    for node in manifest["nodes"].values():
+        config = node.get("config") or {}
+        if node["resource_type"] != "model" or config.get("materialized") not in PERSISTED:
+            continue
+        meta = node_meta(node)
+        partitioning, column = _partitioning(config)
+        domain = model_domain(node)
+        fields = dict(
+            domain=domain,
+            table=node["alias"] or node["name"],
+            product=str(meta.get("product") or domain),
+            owner=str(meta.get("owner") or ""),
+            published=bool(meta.get("published", False)),
+            partitioning=partitioning,  # type: ignore[arg-type]
+            partition_column=column,
+            external=False,
+            start_date=date.fromisoformat(str(meta["start_date"])) if meta.get("start_date") else DBT_START,
+            source_file=root / node["original_file_path"],
+            line=None,
+            blocking_checks=blocking_tests(manifest, node["unique_id"]),
+        )
+        known = {f.name for f in dataclasses.fields(TableInfo)}
+        out.append(TableInfo(**{k: v for k, v in fields.items() if k in known}))
+    return sorted(out, key=lambda i: (i.domain, i.table))

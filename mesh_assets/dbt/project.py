@@ -1,0 +1,74 @@
+"""Where the dbt project lives and how its manifest is prepared (once, at setup; never at every load)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dagster_dbt import DbtProject
+
+from mesh_assets.settings import get_settings, project_root
+
+#: dbt reads the warehouse root from this variable (``+location_root`` in dbt_project.yml).
+WAREHOUSE_ENV = "MESH_DBT_WAREHOUSE"
+#: The profile target: ``session`` (default, in-process on Mesh's SparkSession) or ``thrift``.
+TARGET_ENV = "MESH_DBT_TARGET"
+
+
+def project_dir() -> Path:
+    return Path(os.environ.get("MESH_DBT_PROJECT_DIR", project_root() / "dbt_project")).resolve()
+
+
+def dbt_target() -> str:
+    return os.environ.get(TARGET_ENV, "session")
+
+
+@lru_cache(maxsize=4)
+def _project(folder: str, target: str) -> DbtProject:
+    return DbtProject(project_dir=folder, profiles_dir=folder, target=target)
+
+
+def mesh_dbt_project() -> DbtProject:
+    """The dbt project (profiles.yml inside it); its manifest is ``dbt_project/target/manifest.json``."""
+    return _project(str(project_dir()), dbt_target())
+
+
+def dbt_env(warehouse: str | None = None) -> dict[str, str]:
+    """What dbt needs from Mesh: the warehouse root its tables must land under."""
+    return {WAREHOUSE_ENV: (warehouse or get_settings().warehouse_uri).rstrip("/")}
+
+
+def prepare(warehouse: str | None = None) -> Path:
+    """Parse the project in-process and write ``target/manifest.json`` (no Spark, no downloads)."""
+    from dbt.cli.main import dbtRunner
+
+    project = mesh_dbt_project()
+    os.environ.update(dbt_env(warehouse))
+    result = dbtRunner().invoke(
+        [
+            "parse",
+            "--project-dir",
+            str(project.project_dir),
+            "--profiles-dir",
+            str(project.profiles_dir),
+            "--target",
+            project.target or "session",
+            "--quiet",
+        ]
+    )
+    if not result.success:
+        raise RuntimeError(f"dbt parse failed: {result.exception}")
+    return Path(project.manifest_path)
+
+
+def load_manifest(path: Path | None = None) -> dict[str, Any]:
+    """The prepared manifest; run ``python -m mesh_assets.dbt.prepare`` (``make setup``) first."""
+    path = path or Path(mesh_dbt_project().manifest_path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"dbt manifest {path} not found: run `python -m mesh_assets.dbt.prepare` (part of `make setup`)"
+        )
+    return json.loads(path.read_text())

@@ -1,0 +1,129 @@
+"""Run dbt inside the Mesh process, on Mesh's SparkSession, and turn its results into Dagster events.
+
+``DbtCliResource.cli`` starts a ``dbt`` subprocess, which would start a second JVM without Mesh's Delta
+configuration. With the ``session`` target Mesh instead invokes dbt through ``dbtRunner`` in-process:
+dbt-spark's ``SparkSession.builder.getOrCreate()`` returns the session Mesh created first, so dbt sees the
+tables Mesh registered. dbt's structured events are converted with dagster-dbt's own event class, so the
+Dagster events (materializations, asset check results) are exactly those of ``dbt.cli(...).stream()``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
+from dagster_dbt.core.dbt_cli_event import DbtCoreCliEventMessage
+from dagster_dbt.dagster_dbt_translator import DagsterDbtTranslator
+
+# dbt keeps global state (flags, event manager, adapter registry): one in-process invocation at a time.
+_dbt_lock = threading.Lock()
+
+
+@contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class InProcessDbtResult:
+    """The outcome of one in-process dbt command: its raw events and whether it succeeded."""
+
+    def __init__(self, success: bool, events: list[dict[str, Any]], exception: BaseException | None, target_path: Path):
+        self.success = success
+        self.events = events
+        self.exception = exception
+        self.target_path = target_path
+
+    def errors(self) -> list[str]:
+        return [e["info"]["msg"] for e in self.events if e["info"].get("level") == "error"]
+
+
+def invoke_dbt(
+    args: Sequence[str],
+    *,
+    project_dir: Path,
+    profiles_dir: Path,
+    target: str,
+    target_path: Path,
+    env: Mapping[str, str],
+    log: Any = None,
+) -> InProcessDbtResult:
+    """``dbt <args>`` in this process; events are collected as the dicts of dbt's JSON log format."""
+    from dbt.cli.main import dbtRunner
+    from dbt_common.events.functions import msg_to_dict
+
+    events: list[dict[str, Any]] = []
+
+    def collect(msg: Any) -> None:
+        event = msg_to_dict(msg)
+        if "info" in event and "data" in event:
+            events.append(event)
+            if log is not None and event["info"].get("level") in {"info", "warn", "error"} and event["info"]["msg"]:
+                level = event["info"]["level"]
+                getattr(log, "warning" if level == "warn" else level)(event["info"]["msg"])
+
+    argv = [
+        *args,
+        "--project-dir",
+        str(project_dir),
+        "--profiles-dir",
+        str(profiles_dir),
+        "--target",
+        target,
+        "--target-path",
+        str(target_path),
+        "--log-path",
+        str(target_path),
+        "--no-use-colors",
+        "--log-level-file",
+        "none",
+    ]
+    with _dbt_lock, _environ({**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}):
+        result = dbtRunner(callbacks=[collect]).invoke(argv)
+    return InProcessDbtResult(bool(result.success), events, result.exception, target_path)
+
+
+def dagster_events(
+    result: InProcessDbtResult,
+    manifest: Mapping[str, Any],
+    translator: DagsterDbtTranslator,
+    context: dg.AssetExecutionContext,
+    project: Any = None,
+) -> Iterator[Any]:
+    """Outputs and AssetCheckResults for each dbt result event, as dagster-dbt's ``stream()`` yields."""
+    for raw in result.events:
+        event = DbtCoreCliEventMessage(raw_event=raw, event_history_metadata={})
+        yield from event.to_default_asset_events(
+            manifest=manifest,
+            dagster_dbt_translator=translator,
+            context=context,
+            target_path=result.target_path,
+            project=project,
+        )
+
+
+def selection_for(
+    context: dg.AssetExecutionContext, manifest: Mapping[str, Any], translator: DagsterDbtTranslator
+) -> list[str]:
+    """dbt selection arguments for the assets and checks this step executes (subsets included)."""
+    params = get_updated_cli_invocation_params_for_context(
+        context=context, manifest=manifest, dagster_dbt_translator=translator
+    )
+    args = list(params.selection_args)
+    if params.indirect_selection:
+        args += ["--indirect-selection", params.indirect_selection]
+    return args

@@ -1,0 +1,81 @@
+"""dbt nodes -> Mesh asset keys: models are ``[domain, model]``; sources are the platform's own tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
+
+DBT_KINDS = {"dbt", "spark", "delta"}
+
+
+def node_meta(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's meta: ``config.meta`` (dbt >= 1.10) merged over the top-level ``meta``."""
+    return {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
+
+
+def model_domain(props: Mapping[str, Any]) -> str:
+    """``meta.domain``, else the first folder under ``models/`` (the folder is the domain)."""
+    meta = node_meta(props)
+    if meta.get("domain"):
+        return str(meta["domain"])
+    parts = Path(props.get("original_file_path") or props.get("path") or "").parts
+    folders = parts[1:-1] if parts and parts[0] == "models" else parts[:-1]
+    return folders[0] if folders else str(props.get("schema"))
+
+
+class MeshDbtTranslator(DagsterDbtTranslator):
+    """Mesh's standard asset shape for dbt models; dbt tests become (blocking on ``error``) asset checks."""
+
+    def __init__(self, settings: DagsterDbtTranslatorSettings | None = None):
+        super().__init__(settings or DagsterDbtTranslatorSettings(enable_asset_checks=True))
+
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
+        if dbt_resource_props["resource_type"] == "source":
+            # The source's schema is the owning domain and its name the table: food_delivery.orders is
+            # [food_delivery, orders], the key the Mesh product writing it already has.
+            domain = node_meta(dbt_resource_props).get("domain") or dbt_resource_props["schema"]
+            return dg.AssetKey([str(domain), dbt_resource_props["name"]])
+        table = dbt_resource_props["alias"] or dbt_resource_props["name"]
+        return dg.AssetKey([model_domain(dbt_resource_props), table])
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        meta = node_meta(dbt_resource_props)
+        return str(meta.get("product") or model_domain(dbt_resource_props))
+
+    def get_owners(self, dbt_resource_props: Mapping[str, Any]) -> Sequence[str] | None:
+        owner = node_meta(dbt_resource_props).get("owner")
+        if owner:
+            return [owner] if isinstance(owner, str) else list(owner)
+        return super().get_owners(dbt_resource_props)
+
+    def get_tags(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, str]:
+        meta = node_meta(dbt_resource_props)
+        tags = {
+            "domain": model_domain(dbt_resource_props),
+            "product": str(meta.get("product") or model_domain(dbt_resource_props)),
+            "published": str(bool(meta.get("published", False))).lower(),
+            "tool": "dbt",
+        }
+        return {**super().get_tags(dbt_resource_props), **tags}
+
+    def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
+        config = dbt_resource_props.get("config") or {}
+        partition_by = config.get("partition_by")
+        column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
+        return {
+            **super().get_metadata(dbt_resource_props),
+            "partition_column": column or "-",
+            "write_mode": config.get("incremental_strategy") or config.get("materialized") or "-",
+            "source_file": str(dbt_resource_props.get("original_file_path", "")),
+        }
+
+    def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None) -> dg.AssetSpec:
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        props = self.get_resource_props(manifest, unique_id)
+        if props["resource_type"] == "model":
+            spec = spec.replace_attributes(kinds=DBT_KINDS)
+        return spec

@@ -1,0 +1,187 @@
+"""Write-audit-publish on real Spark and Delta: bad partitions never reach readers or consumers."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from delta.tables import DeltaTable
+
+from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.demo.run import executable_assets
+from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.storage.writer import replace_predicate
+
+pytestmark = pytest.mark.spark
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "quality" / "domains"
+SCHEMA = "id bigint, kind string, amount bigint, p_date date"
+GOOD = [(1, "a", 10), (2, "b", 20), (3, "a", 30)]
+CLEAN = ["qa", "clean_events"]
+
+
+class Quality:
+    def __init__(self, spark, base: Path):
+        self.mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
+        self.instance = dg.DagsterInstance.ephemeral()
+        self.assets = executable_assets(mesh_definitions(FIXTURE))
+        self.spark = spark
+
+    def land(self, day: str, rows: list[tuple], schema: str = SCHEMA) -> None:
+        d = date.fromisoformat(day)
+        df = self.spark.createDataFrame([(*r, d) for r in rows], schema)
+        rng = PartitionRange.from_keys("daily", day, day)
+        (
+            df.write.format("delta")
+            .mode("overwrite")
+            .partitionBy("p_date")
+            .option("replaceWhere", replace_predicate("p_date", rng))
+            .option("mergeSchema", "true")
+            .save(self.mesh.registry.location("qa", "raw_events"))
+        )
+
+    def reset_raw_schema(self) -> None:
+        """Undo the upstream's added column, as its owner would after a drift incident."""
+        location = self.mesh.registry.location("qa", "raw_events")
+        raw = self.spark.read.format("delta").load(location).select("id", "kind", "amount", "p_date").localCheckpoint()
+        raw.write.format("delta").mode("overwrite").option("overwriteSchema", "true").partitionBy("p_date").save(
+            location
+        )
+
+    def run(self, key: list[str], partition: str | None = None, start: str | None = None, end: str | None = None):
+        tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end} if start else {}
+        return dg.materialize(
+            self.assets,
+            instance=self.instance,
+            resources={"mesh": self.mesh},
+            selection=[dg.AssetKey(key)],
+            partition_key=partition,
+            tags=tags,
+            raise_on_error=False,
+        )
+
+    def rows(self, table: str, day: str) -> list[tuple]:
+        df = self.spark.read.format("delta").load(self.mesh.registry.location("qa", table))
+        return sorted(tuple(r) for r in df.where(f"p_date = DATE'{day}'").drop("p_date").collect())
+
+    def version(self, table: str) -> int:
+        loc = self.mesh.registry.location("qa", table)
+        return DeltaTable.forPath(self.spark, loc).history(1).collect()[0]["version"]
+
+    def evaluations(self, check: str, partition: str) -> list[dg.AssetCheckEvaluation]:
+        records = self.instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey(CLEAN), check), limit=100
+        )
+        return [
+            r.event.dagster_event.event_specific_data
+            for r in records
+            if r.event and r.event.dagster_event and r.partition == partition
+        ]
+
+
+@pytest.fixture(scope="module")
+def qa(spark, tmp_path_factory) -> Quality:
+    return Quality(spark, tmp_path_factory.mktemp("quality"))
+
+
+def failure_message(result) -> str:
+    return next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data.error.message
+
+
+BAD = {
+    "nulls_in_key": ([*GOOD, (None, "a", 5)], SCHEMA, "not_null_id", "1 failing rows"),
+    "duplicate_keys": ([*GOOD, (2, "b", 21)], SCHEMA, "unique_id", "2 failing rows"),
+    "too_few_rows": (GOOD[:2], SCHEMA, "row_count", "2 rows, expected >= 3"),
+    "schema_drift": (
+        [(*r, "x") for r in GOOD],
+        SCHEMA.replace("p_date", "extra string, p_date"),
+        "schema_contract",
+        "column extra is not in the contract",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_partition_is_not_published(qa, case):
+    day = {
+        "nulls_in_key": "2024-01-02",
+        "duplicate_keys": "2024-01-03",
+        "too_few_rows": "2024-01-04",
+        "schema_drift": "2024-01-05",
+    }[case]
+    qa.land(day, GOOD)
+    assert qa.run(CLEAN, day).success
+    published, version = qa.rows("clean_events", day), qa.version("clean_events")
+
+    rows, schema, check, detail = BAD[case]
+    qa.land(day, rows, schema)
+    result = qa.run(CLEAN, day)
+
+    assert not result.success
+    message = failure_message(result)
+    assert f"check {check} on partition {day} failed" in message and detail in message
+    assert qa.rows("clean_events", day) == published
+    assert qa.version("clean_events") == version
+    latest = qa.evaluations(check, day)[0]
+    assert latest.passed is False and latest.blocking is True
+    if case in {"nulls_in_key", "duplicate_keys"}:
+        assert latest.metadata["failing_rows"].value >= 1
+        assert latest.metadata["failing_sample"].value
+    if case == "schema_drift":
+        qa.reset_raw_schema()
+
+
+def test_good_partitions_publish_in_a_run_over_several(qa):
+    qa.land("2024-01-10", GOOD)
+    qa.land("2024-01-11", [*GOOD, (None, "a", 1)])
+    qa.land("2024-01-12", [(7, "a", 1), (8, "a", 2), (9, "b", 3)])
+    result = qa.run(CLEAN, start="2024-01-10", end="2024-01-12")
+    assert not result.success
+    assert "check not_null_id on partition 2024-01-11 failed" in failure_message(result)
+    published = {e.materialization.partition for e in result.get_asset_materialization_events()}
+    assert published == {"2024-01-10", "2024-01-12"}
+    assert qa.rows("clean_events", "2024-01-10") == sorted(GOOD)
+    assert qa.rows("clean_events", "2024-01-11") == []
+    assert [r[0] for r in qa.rows("clean_events", "2024-01-12")] == [7, 8, 9]
+    assert qa.evaluations("not_null_id", "2024-01-11")[0].passed is False
+    assert qa.evaluations("not_null_id", "2024-01-12")[0].passed is True
+
+
+def test_warn_check_does_not_block(qa):
+    day = "2024-01-15"
+    qa.land(day, [*GOOD, (4, "zzz", 1)])
+    result = qa.run(CLEAN, day)
+    assert result.success
+    assert len(qa.rows("clean_events", day)) == 4
+    warn = qa.evaluations("accepted_values_kind", day)[0]
+    assert warn.passed is False and warn.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_fixing_the_data_and_rerunning_publishes(qa):
+    day = "2024-01-16"
+    qa.land(day, GOOD[:1])
+    assert not qa.run(CLEAN, day).success
+    assert qa.rows("clean_events", day) == []
+    qa.land(day, GOOD)
+    assert qa.run(CLEAN, day).success
+    assert qa.rows("clean_events", day) == sorted(GOOD)
+    assert qa.evaluations("row_count", day)[0].passed is True
+
+
+def test_consumer_waits_for_quality_unless_it_ignores_it(qa):
+    day = "2024-01-20"
+    qa.land(day, GOOD)
+    assert qa.run(CLEAN, day).success
+    qa.land(day, [*GOOD, (1, "a", 99)])
+    assert not qa.run(CLEAN, day).success
+
+    gated = qa.run(["qa", "daily_totals"], day)
+    assert not gated.success
+    assert f"qa.clean_events {day} (check unique_id failed)" in failure_message(gated)
+
+    lenient = qa.run(["qa", "daily_totals_lenient"], day)
+    assert lenient.success
+    assert qa.rows("daily_totals_lenient", day) == [(3, 60)]

@@ -1,0 +1,232 @@
+"""Governance rules: each rule has a failing fixture; its exact error (file, line, field, message) is asserted.
+
+Fixtures live in ``tests/fixtures/governance/<case>/domains/<domain>/``. Each test runs from the case's folder
+so error paths (made relative to the working directory) are stable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mesh_assets.factory.definitions import build_definitions
+from mesh_assets.spec.discovery import load_all
+from mesh_assets.spec.errors import SpecError, SpecValidationError
+from mesh_assets.spec.validate import validate
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "governance"
+
+IDENT = "use lower-case letters, digits and '_', starting with a letter"
+TOO_FEW = "Tuple should have at least 1 item after validation, not 0"
+
+
+def errors_of(case: str, monkeypatch: pytest.MonkeyPatch, only: set[str] | None = None) -> list[SpecError]:
+    monkeypatch.chdir(FIXTURES / case)
+    return validate(load_all(Path("domains")), only)
+
+
+def E(file: str, line: int | None, field: str, message: str) -> SpecError:
+    return SpecError(f"domains/{file}", line, field, message)
+
+
+def test_unknown_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("unknown_table", monkeypatch) == [
+        E("sales/orders.yaml", 8, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
+        E("sales/orders.yaml", 8, "tables.0.inputs.missing", "unknown table sales.missing"),
+    ]
+
+
+def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # inventory.warehouses is published and may be read; inventory.stock_levels is internal
+    assert errors_of("internal_table", monkeypatch) == [
+        E(
+            "sales/orders.yaml",
+            6,
+            "tables.0.inputs.inventory__stock_levels",
+            "inventory.stock_levels is internal to domain inventory; only published tables may be read by "
+            "other domains",
+        ),
+    ]
+
+
+def test_dependency_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("cycle", monkeypatch) == [
+        E("a/loop.yaml", 1, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
+    ]
+
+
+def test_duplicate_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("duplicate", monkeypatch) == [
+        E("sales/second.yaml", 7, "table", "duplicate table sales.orders: also declared in domains/sales/first.yaml:6"),
+    ]
+
+
+def test_missing_or_invalid_owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("missing_owner", monkeypatch) == [
+        E("sales/customers.py", 3, "owner", "String should match pattern '^[^@\\s]+@[^@\\s]+$|^team:[a-z0-9_\\-]+$'"),
+        E("sales/orders.yaml", 1, "owner", "Field required"),
+    ]
+
+
+def test_missing_contacts(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("missing_contacts", monkeypatch) == [
+        E("sales/empty_contacts.yaml", 3, "contacts", TOO_FEW),
+        E("sales/no_contacts.yaml", 1, "contacts", "Field required"),
+    ]
+
+
+def test_invalid_identifiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("invalid_identifiers", monkeypatch) == [
+        E("sales/bad_product.py", 3, "name", f"Value error, invalid identifier 'Bad-Product': {IDENT}"),
+        E(
+            "sales/inputs.yaml",
+            9,
+            "tables.0.inputs.____/etc__passwd.[key]",
+            f"Value error, invalid identifier '____/etc__passwd': {IDENT}",
+        ),
+        E(
+            "sales/inputs.yaml",
+            9,
+            "tables.0.inputs.____/etc__passwd.table",
+            "Value error, invalid table reference '../etc.passwd': expected 'domain.table'",
+        ),
+        E("sales/names.yaml", 6, "external.0.table", f"Value error, invalid identifier '../x': {IDENT}"),
+        E("sales/names.yaml", 7, "external.1.table", f"Value error, invalid identifier 'x; DROP TABLE y': {IDENT}"),
+        E("sales/names.yaml", 8, "external.2.table", f"Value error, invalid identifier 'Orders': {IDENT}"),
+        E("sales/other_domain.yaml", 1, "domain", "spec says domain '../billing' but lives in domains/sales/"),
+    ]
+
+
+@pytest.mark.parametrize("folder", ["Sales", "x; DROP TABLE y", "sales-eu", "1sales"])
+def test_invalid_domain_folder_name(folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # built at test time: such folder names do not belong in the repository
+    (tmp_path / "domains" / folder).mkdir(parents=True)
+    (tmp_path / "domains" / folder / "p.yaml").write_text(
+        "name: p\nowner: a@example.com\ncontacts: [{kind: chat, value: '#a'}]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    domains = load_all(Path("domains"))
+    assert domains[folder].products == []
+    assert validate(domains) == [E(folder, None, "domain", f"invalid domain name {folder!r}")]
+
+
+def test_sql_that_does_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("bad_sql", monkeypatch) == [
+        E("sales/orders.yaml", 8, "tables.0.sql", "SQL does not parse (line 3, col 4): Expecting )"),
+    ]
+
+
+def test_sql_reading_undeclared_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the CTE name "recent" is not a table; an unqualified table name is rejected
+    assert errors_of("undeclared_sql", monkeypatch) == [
+        E("sales/orders.yaml", 9, "tables.0.sql", "SQL reads sales.raw_customers, which is not a declared input"),
+        E("sales/orders.yaml", 15, "tables.1.sql", "table 'raw_customers' must be qualified as <domain>.raw_customers"),
+    ]
+
+
+def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("windows", monkeypatch) == [
+        E(
+            "sales/windows.yaml",
+            12,
+            "tables.0.inputs.raw_menus.window",
+            "sales.raw_menus is not partitioned; use window 'all'",
+        ),
+        E(
+            "sales/windows.yaml",
+            16,
+            "tables.1.inputs.raw_clicks.window",
+            "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
+        ),
+        E(
+            "sales/windows.yaml",
+            20,
+            "tables.2.inputs.raw_orders.window",
+            "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
+        ),
+    ]
+
+
+def test_unknown_yaml_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("unknown_field", monkeypatch) == [
+        E("sales/orders.yaml", 5, "ownr", "unknown field 'ownr'"),
+        E("sales/orders.yaml", 10, "tables.0.partitoning", "unknown field 'partitoning'"),
+    ]
+
+
+def test_python_function_parameters_must_match_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # build_order_counts(context, orders) is fine: ``context`` is not an input
+    assert errors_of("python_params", monkeypatch) == [
+        E(
+            "sales/orders.py",
+            11,
+            "tables.0.inputs",
+            "function build_orders() takes ['raw'] but inputs are ['raw_orders']",
+        ),
+        E(
+            "sales/orders.py",
+            16,
+            "tables.1.inputs",
+            "function build_customers() takes ['raw_customers'] but inputs are ['raw_customers', 'raw_orders']",
+        ),
+    ]
+
+
+def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("many_errors", monkeypatch) == [
+        E("sales/customers.yaml", 3, "contacts", TOO_FEW),
+        E("sales/customers.yaml", 4, "colour", "unknown field 'colour'"),
+        E("sales/orders.yaml", 10, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E(
+            "sales/orders.yaml",
+            10,
+            "tables.0.inputs.raw_menus.window",
+            "sales.raw_menus is not partitioned; use window 'all'",
+        ),
+        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
+        E("sales/orders.yaml", 16, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
+        E(
+            "sales/refunds.py",
+            6,
+            "tables.0.inputs",
+            "function build_refunds() takes ['order_rows'] but inputs are ['orders']",
+        ),
+    ]
+
+
+def test_python_import_error_points_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "domains" / "sales"
+    folder.mkdir(parents=True)
+    (folder / "broken.py").write_text("from mesh_assets import Product\n\nraise RuntimeError('boom')\n")
+    monkeypatch.chdir(tmp_path)
+    assert validate(load_all(Path("domains"))) == [E("sales/broken.py", 3, "", "RuntimeError: boom")]
+
+
+def test_valid_cross_domain_mesh_has_no_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("cross_domain", monkeypatch) == []
+
+
+def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES / "broken_domain")
+    domains = load_all(Path("domains"))
+
+    good = build_definitions(domains, only={"good_domain"})
+    keys = {key.to_user_string() for key in good.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == {"good_domain/raw_products", "good_domain/products", "good_domain/product_counts"}
+
+    expected = [
+        E(
+            "broken_domain/sales.yaml",
+            6,
+            "tables.0.inputs.good_domain__raw_products",
+            "good_domain.raw_products is internal to domain good_domain; only published tables may be read by "
+            "other domains",
+        ),
+    ]
+    with pytest.raises(SpecValidationError) as raised:
+        build_definitions(domains, only={"broken_domain"})
+    assert raised.value.errors == expected
+    with pytest.raises(SpecValidationError):
+        build_definitions(domains)
+    assert validate(domains, only={"good_domain"}) == []
