@@ -46,6 +46,27 @@ class LineageSettings(BaseModel):
     namespace_prefix: str = ""
 
 
+class AlertSettings(BaseModel):
+    """Where owners hear about failures. Webhook URLs are secrets: they come from the environment only,
+    one variable per domain (``MESH_ALERT_WEBHOOK_<DOMAIN>``, e.g. ``MESH_ALERT_WEBHOOK_FOOD_DELIVERY``)."""
+
+    enabled: bool = True
+    webserver_url: str = "http://127.0.0.1:3000"
+    timeout_seconds: float = 5.0
+
+
+class AutomationSettings(BaseModel):
+    """Data-dependency-driven runs: each domain's automation sensor and external-table observer."""
+
+    enabled: bool = True
+    """Whether the sensors start running (false: they exist but are stopped until started in the UI)."""
+    interval_seconds: int = Field(default=30, ge=5)
+    observer_interval_seconds: int = Field(default=60, ge=5)
+    engine_tag: str | None = "spark"
+    """Runs the sensors start carry ``mesh/engine=<engine_tag>``; limit them per engine with the instance's
+    ``run_queue.tag_concurrency_limits`` (each table already has its own pool)."""
+
+
 class MeshSettings(BaseSettings):
     """Everything that differs between a laptop and production."""
 
@@ -57,6 +78,8 @@ class MeshSettings(BaseSettings):
     jars_dir: Path | None = None
     spark: SparkSettings = Field(default_factory=SparkSettings)
     lineage: LineageSettings = Field(default_factory=LineageSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    automation: AutomationSettings = Field(default_factory=AutomationSettings)
     partition_start: str = "2021-01-01"
 
     @classmethod

@@ -33,6 +33,11 @@ telemetry:
 concurrency:
   pools:
     default_limit: 1
+run_queue:
+  tag_concurrency_limits:
+    - key: mesh/engine
+      value: spark
+      limit: 2
 """
 
 
@@ -78,6 +83,8 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     products = sum(len(s.products) for name, s in domains.items() if not args.domain or name in args.domain)
+    if getattr(args, "lineage", False):
+        report_undeclared_reads(console, args.runs)
     if errors:
         console.print(f"[red]{len(errors)} error(s)[/red] in {len(domains)} domain(s)")
         return 1
@@ -113,4 +120,126 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
     console.print("Cross-domain edges:" if edges else "No cross-domain edges.")
     for edge in sorted(edges):
         console.print(f"  {edge}", highlight=False)
+    return 0
+
+
+def report_undeclared_reads(console: Console, runs: int) -> int:
+    """Recent runs that read tables they do not declare (from the OpenLineage files); returns their count."""
+    from mesh_assets.lineage.graph import read_events, undeclared_reads
+
+    found = undeclared_reads(read_events(get_settings().lineage_dir), limit=runs)
+    if not found:
+        console.print("[green]lineage[/green]: no undeclared reads in recent runs")
+        return 0
+    table = Table(title="Undeclared reads in recent runs")
+    for column in ("job", "time", "read without declaring", "run id"):
+        table.add_column(column)
+    for item in found:
+        table.add_row(item.job, item.time, ", ".join(item.tables), item.run_id)
+    console.print(table)
+    return len(found)
+
+
+def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.backfill import BackfillError, launch_backfill, plan_backfill
+    from mesh_assets.factory.definitions import mesh_definitions
+
+    graph = mesh_definitions().resolve_asset_graph()
+    try:
+        plan = plan_backfill(graph, args.asset, args.start, args.end, downstream=args.downstream)
+    except BackfillError as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    table = Table(title=f"Backfill plan: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
+    table.add_column("asset", no_wrap=True)
+    table.add_column("partitions")
+    table.add_column("count", justify="right")
+    for asset in plan.assets:
+        table.add_row(asset.key.to_user_string(), asset.describe(), str(asset.partition_count or "-"))
+    console.print(table)
+    if args.dry_run:
+        console.print("Dry run: nothing launched.")
+        return 0
+    with persistent_instance() as instance:
+        backfill_id = launch_backfill(instance, plan)
+        console.print(f"Launched backfill [bold]{backfill_id}[/bold] on {instance.root_directory}")
+        console.print("The Dagster daemon executes it (`make dev`); see the Backfills page to follow or cancel it.")
+        if args.wait:
+            return wait_for_backfill(instance, backfill_id, console)
+    return 0
+
+
+def wait_for_backfill(instance: dg.DagsterInstance, backfill_id: str, console: Console, interval: float = 2.0) -> int:
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from mesh_assets.backfill import backfill_progress
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        state = backfill_progress(instance, backfill_id)
+        task = progress.add_task(state.status, total=state.total or None)
+        while True:
+            state = backfill_progress(instance, backfill_id)
+            progress.update(
+                task,
+                completed=state.done + state.failed,
+                total=state.total or None,
+                description=f"{state.status} ({state.failed} failed)" if state.failed else state.status,
+            )
+            if state.finished:
+                break
+            time.sleep(interval)
+    ok = state.status in ("COMPLETED", "COMPLETED_SUCCESS")
+    console.print(f"Backfill {backfill_id}: [{'green' if ok else 'red'}]{state.status}[/]")
+    return 0 if ok else 1
+
+
+def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
+    import json
+
+    from mesh_assets.lineage.graph import graph_from_events, read_events
+
+    graph = graph_from_events(read_events(get_settings().lineage_dir))
+    try:
+        start = graph.resolve(args.node)
+    except KeyError as exc:
+        console.print(f"[red]error[/red] {exc.args[0]}", highlight=False)
+        return 2
+    direction = "upstream" if args.upstream else "downstream" if args.downstream else "both"
+    sub = graph.subgraph(start, direction, args.depth)
+    if args.json:
+        console.out(json.dumps(sub.to_marquez(), indent=2))
+        return 0
+    if args.mermaid:
+        console.out(sub.to_mermaid(), end="")
+        return 0
+    table = Table(title=f"Lineage of {start} ({direction}, depth {args.depth})")
+    for column in ("node", "type", "reads from", "writes to"):
+        table.add_column(column)
+    for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
+        table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
+    console.print(table)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
+    from datetime import datetime
+
+    from mesh_assets.demo.landing import ingest_hours
+    from mesh_assets.engine.resource import MeshResource
+
+    try:
+        start = datetime.strptime(args.start, "%Y-%m-%dT%H")
+    except ValueError:
+        console.print(f"[red]error[/red] --start {args.start!r}: expected YYYY-MM-DDTHH", highlight=False)
+        return 2
+    if not 1 <= args.hours <= 24 * 366:
+        console.print(f"[red]error[/red] --hours {args.hours}: expected 1..8784", highlight=False)
+        return 2
+    mesh = MeshResource()
+    landed = ingest_hours(mesh.spark, mesh.registry, start, args.hours)
+    for hour in landed:
+        console.print(f"landed central.raw_order_events {hour:%Y-%m-%d %H}:00")
     return 0

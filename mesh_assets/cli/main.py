@@ -21,7 +21,36 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--days", type=int, default=14)
     validate = sub.add_parser("validate", help="check every product against the governance rules")
     validate.add_argument("--domain", action="append", help="only this domain (repeatable)")
+    validate.add_argument(
+        "--lineage", action="store_true", help="also list undeclared reads of recent runs (from the lineage files)"
+    )
+    validate.add_argument("--runs", type=int, default=50, help="with --lineage: how many recent runs to report")
     sub.add_parser("list", help="domains, products, tables, owners and cross-domain edges")
+    backfill = sub.add_parser(
+        "backfill",
+        help="recompute an asset's partition range (and what reads it) as one Dagster backfill",
+        description="Plans the partitions to recompute through the asset graph's partition mappings and adds one "
+        "asset backfill to the instance (.mesh/dagster or DAGSTER_HOME), visible and cancellable on the "
+        "Backfills page. The Dagster daemon executes it: run `make dev` (or `dagster-daemon run`).",
+    )
+    backfill.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
+    backfill.add_argument("--start", required=True, help="first partition (YYYY-MM-DD)")
+    backfill.add_argument("--end", required=True, help="last partition (YYYY-MM-DD)")
+    backfill.add_argument("--downstream", action="store_true", help="include every partition downstream of the range")
+    backfill.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
+    backfill.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
+    ingest = sub.add_parser("ingest", help="the simulated ingestion: land central's raw order events hour by hour")
+    ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
+    ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
+    lineage = sub.add_parser("lineage", help="the OpenLineage graph around a dataset or job, from emitted events")
+    lineage.add_argument("node", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path")
+    direction = lineage.add_mutually_exclusive_group()
+    direction.add_argument("--upstream", action="store_true")
+    direction.add_argument("--downstream", action="store_true")
+    lineage.add_argument("--depth", type=int, default=20)
+    output = lineage.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="Marquez lineage API shape")
+    output.add_argument("--mermaid", action="store_true", help="Mermaid flowchart text")
     return root
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
@@ -43,20 +43,35 @@ def land_raw_orders(spark: SparkSession, registry: TableRegistry, first: date, l
 
 
 def land_central(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
-    """Ingest ``central.raw_order_events`` for ``days``: one commit per day covering its 24 hours.
+    """Backfill ``central.raw_order_events`` for ``days`` in one commit.
 
-    The live ingestion commits every hour (:func:`land_order_events_hour`); landing history a day per
-    commit keeps the demo fast while each hourly partition holds exactly what the hourly writer lands.
+    The live ingestion commits every hour (:func:`land_order_events_hour`, :func:`ingest_hours`); a
+    history load is one commit, while each hourly partition holds exactly what the hourly writer lands.
     """
-    for day in sorted(days):
-        hours = generator.hours(day)
-        rows = [row for hour in hours for row in generator.raw_order_events(hour, seed)]
-        land_raw_order_events(spark, registry, hours[0], hours[-1], rows)
+    hours = [hour for day in sorted(days) for hour in generator.hours(day)]
+    rows = [row for hour in hours for row in generator.raw_order_events(hour, seed)]
+    land_raw_order_events(spark, registry, hours[0], hours[-1], rows)
 
 
 def land_order_events_hour(spark: SparkSession, registry: TableRegistry, hour: datetime, seed: int = 7) -> None:
     """The ingestion's hourly commit: replace one hour of ``central.raw_order_events``."""
     land_raw_order_events(spark, registry, hour, hour, generator.raw_order_events(hour, seed))
+
+
+def ingest_hours(
+    spark: SparkSession, registry: TableRegistry, start_hour: datetime, hours: int, seed: int = 7
+) -> list[datetime]:
+    """Run the live ingestion for ``hours`` hours from ``start_hour``: one Delta commit per hour, in order.
+
+    What ``mesh ingest`` does; the observer then reports each hour and the automation takes it from there.
+    """
+    if hours < 1:
+        raise ValueError("hours must be at least 1")
+    first = start_hour.replace(minute=0, second=0, microsecond=0)
+    landed = [first + timedelta(hours=i) for i in range(hours)]
+    for hour in landed:
+        land_order_events_hour(spark, registry, hour, seed)
+    return landed
 
 
 def land_raw_order_events(

@@ -11,13 +11,18 @@ from typing import Any
 
 import dagster as dg
 from dagster import AssetExecutionContext
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 from pyspark.sql.types import StructType
 
+from mesh_assets.alerts.notify import Alert, run_url, send
 from mesh_assets.checks.evaluate import CheckOutcome, checks_of
 from mesh_assets.checks.spec import Freshness
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.compute import run_output
+from mesh_assets.factory.compute import RunOutcome, run_output
 from mesh_assets.factory.partitions import mapping_for, partitions_def
+from mesh_assets.lineage.run import product_lineage
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, ExternalTable, Output, PySparkTransformation, SqlTransformation
@@ -101,7 +106,9 @@ def freshness_policy(output: Output) -> dg.FreshnessPolicy | None:
     return None
 
 
-def _evaluation(key: dg.AssetKey, outcome: CheckOutcome) -> dg.AssetCheckEvaluation:
+def _evaluation(
+    key: dg.AssetKey, outcome: CheckOutcome, target: AssetCheckEvaluationTargetMaterializationData | None = None
+) -> dg.AssetCheckEvaluation:
     metadata: dict[str, Any] = {"failing_rows": outcome.failing_rows}
     if outcome.sample:
         metadata["failing_sample"] = dg.MetadataValue.json(outcome.sample)
@@ -117,7 +124,47 @@ def _evaluation(key: dg.AssetKey, outcome: CheckOutcome) -> dg.AssetCheckEvaluat
         blocking=outcome.check.blocking,
         partition=outcome.partition,
         description=None if outcome.passed else outcome.describe(),
+        target_materialization_data=target,
     )
+
+
+def _targets(
+    context: AssetExecutionContext, key: dg.AssetKey, partitions: list[str | None]
+) -> dict[str | None, AssetCheckEvaluationTargetMaterializationData]:
+    """The materializations just recorded, so check results count as current for them (UI, automation)."""
+    keyed = [p for p in partitions if p is not None]
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=keyed or None), limit=max(1, len(partitions))
+    ).records
+    out: dict[str | None, AssetCheckEvaluationTargetMaterializationData] = {}
+    for record in records:
+        partition = record.partition_key
+        if partition not in out and record.run_id == context.run.run_id:
+            out[partition] = AssetCheckEvaluationTargetMaterializationData(
+                storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+            )
+    return out
+
+
+def _alert(context: AssetExecutionContext, product: DataProduct, out: Output, message: str, **fields: Any) -> None:
+    """Tell the product's chat channel; an unreachable webhook is logged, never fails the run further."""
+    channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
+    alert = Alert(
+        kind=fields.pop("kind"),
+        domain=product.domain,
+        product=product.name,
+        table=out.table,
+        owner=product.owner,
+        channel=channel,
+        message=message,
+        run_id=context.run.run_id,
+        run_url=run_url(context.run.run_id),
+        **fields,
+    )
+    try:
+        send(alert)
+    except OSError as exc:
+        context.log.warning(f"alert to {product.domain}'s channel failed: {exc}")
 
 
 def build_output_asset(
@@ -130,8 +177,9 @@ def build_output_asset(
     key = dg.AssetKey([product.domain, out.table])
     part_def = partitions_def(out.partitioning, product.start_date)
     metadata = product_metadata(product, t.line)
-    if isinstance(t, SqlTransformation):
-        metadata["sql"] = dg.MetadataValue.md(f"```sql\n{sql_text(t, product).strip()}\n```")
+    sql = sql_text(t, product).strip() if isinstance(t, SqlTransformation) else None
+    if sql is not None:
+        metadata["sql"] = dg.MetadataValue.md(f"```sql\n{sql}\n```")
     metadata["partition_column"] = out.partition_column if out.partitioning != "none" else "-"
     metadata["write_mode"] = out.write_mode
     spec = dg.AssetSpec(
@@ -160,42 +208,86 @@ def build_output_asset(
     )
     def _asset(context: AssetExecutionContext) -> Iterator[Any]:
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
-        outcome = run_output(context, mesh, product, t, catalog)
-        for check_outcome in outcome.outcomes:
-            context.log_event(_evaluation(key, check_outcome))
-        result = outcome.result
-        common: dict[str, Any] = {}
-        if result is not None:
-            common = {
-                "dagster/column_schema": table_schema(result.schema),
-                "delta_version": result.version,
-                "location": result.location,
-            }
-        if outcome.failed:
-            problems = [o.describe() for failed in outcome.failed.values() for o in failed]
-            refused = sorted(p or "-" for p in outcome.failed)
-            # Yielding (not only logging) flushes the check evaluations before the step fails.
-            yield dg.AssetObservation(
-                asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
+        try:
+            with product_lineage(context, mesh, product, t, catalog, sql) as lineage:
+                outcome = run_output(context, mesh, product, t, catalog)
+                lineage.record(outcome)
+                yield from _publish(context, key, product, out, outcome)
+        except ChecksFailed as exc:
+            _alert(
+                context,
+                product,
+                out,
+                str(exc),
+                kind="blocking check failed",
+                partitions=exc.partitions,
+                checks=exc.checks,
             )
-            for partition, rows in result.partition_rows.items() if result else []:
-                yield dg.AssetMaterialization(
-                    asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
-                )
-            raise dg.Failure(
-                description=f"{product.domain}.{out.table}: not published: " + "; ".join(problems),
-                metadata={"failed_partitions": sorted(p or "-" for p in outcome.failed)},
-            )
-        assert result is not None
-        for partition, rows in result.partition_rows.items():
-            context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
-        if outcome.part is None:
-            common["dagster/row_count"] = result.rows
-        elif len(result.partition_rows) > 1:
-            common["run_row_count"] = result.rows
-        yield dg.MaterializeResult(asset_key=key, metadata=common)
+            raise
+        except Exception as exc:
+            _alert(context, product, out, str(exc)[:2000], kind="run failed", partitions=_partition_keys(context))
+            raise
 
     return _asset
+
+
+class ChecksFailed(dg.Failure):
+    """Blocking checks refused some partitions; the rest of the run's partitions were published."""
+
+    def __init__(self, description: str, partitions: list[str], checks: list[str]):
+        super().__init__(description=description, metadata={"failed_partitions": partitions, "checks": checks})
+        self.partitions, self.checks = partitions, checks
+
+
+def _partition_keys(context: AssetExecutionContext) -> list[str]:
+    return list(context.partition_keys) if context.has_partition_key_range or context.has_partition_key else []
+
+
+def _publish(
+    context: AssetExecutionContext, key: dg.AssetKey, product: DataProduct, out: Output, outcome: RunOutcome
+) -> Iterator[Any]:
+    """The run's events: the materialization (or the refusal), then check results pointing at it."""
+    result = outcome.result
+    common: dict[str, Any] = {}
+    if result is not None:
+        common = {
+            "dagster/column_schema": table_schema(result.schema),
+            "delta_version": result.version,
+            "location": result.location,
+        }
+    if outcome.undeclared_names:
+        common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
+    if outcome.failed:
+        problems = [o.describe() for failed in outcome.failed.values() for o in failed]
+        refused = sorted(p or "-" for p in outcome.failed)
+        published = list(result.partition_rows.items()) if result else []
+        for partition, rows in published:
+            yield dg.AssetMaterialization(
+                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
+            )
+        targets = _targets(context, key, [p for p, _ in published]) if published else {}
+        for check_outcome in outcome.outcomes:
+            context.log_event(_evaluation(key, check_outcome, targets.get(check_outcome.partition)))
+        # Yielding (not only logging) flushes the check evaluations before the step fails.
+        yield dg.AssetObservation(
+            asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
+        )
+        raise ChecksFailed(
+            f"{product.domain}.{out.table}: not published: " + "; ".join(problems),
+            refused,
+            sorted({o.name for failed in outcome.failed.values() for o in failed}),
+        )
+    assert result is not None
+    for partition, rows in result.partition_rows.items():
+        context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+    if outcome.part is None:
+        common["dagster/row_count"] = result.rows
+    elif len(result.partition_rows) > 1:
+        common["run_row_count"] = result.rows
+    yield dg.MaterializeResult(asset_key=key, metadata=common)
+    targets = _targets(context, key, list(result.partition_rows) or [None])
+    for check_outcome in outcome.outcomes:
+        context.log_event(_evaluation(key, check_outcome, targets.get(check_outcome.partition)))
 
 
 def build_external_spec(product: DataProduct, ext: ExternalTable) -> dg.AssetSpec:

@@ -17,6 +17,7 @@ from mesh_assets.checks.evaluate import CheckOutcome, evaluate, failed_partition
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.context import ProductContext
 from mesh_assets.factory.sql import rewrite_tables, view_name
+from mesh_assets.lineage.capture import read_locations, table_name, undeclared_reads
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, Input, PySparkTransformation, SqlTransformation
@@ -128,6 +129,10 @@ class RunOutcome:
     part: PartitionRange | None
     outcomes: list[CheckOutcome]
     failed: dict[str | None, list[CheckOutcome]]
+    reads: list[str] | None = None
+    """Locations the computation actually read (from Spark's plan); ``None`` when not observable."""
+    undeclared_reads: tuple[str, ...] = ()
+    undeclared_names: tuple[str, ...] = ()
 
 
 def blocked_upstream(
@@ -185,15 +190,22 @@ def run_output(
         ]
         df = reduce(lambda a, b: a.unionByName(b), parts)
     location = registry.location(product.domain, t.output.table)
+    reads = read_locations(df)
+    declared = [registry.location(*inp.ref(product.domain)) for inp in t.inputs.values()]
+    undeclared = tuple(undeclared_reads(reads, declared, location))
+    names = tuple(table_name(p, registry.warehouse) for p in undeclared)
+    if undeclared:
+        context.log.warning(f"{info.ref} read tables it does not declare as inputs: {', '.join(names)}")
+    seen = {"reads": reads, "undeclared_reads": undeclared, "undeclared_names": names}
     staged = stage(df)
     try:
         outcomes = evaluate(spark, t.output, staged, part, location)
         failed = failed_partitions(outcomes)
         if part is None and None in failed:
-            return RunOutcome(None, part, outcomes, failed)
+            return RunOutcome(None, part, outcomes, failed, **seen)
         publish = [v for v in part.values() if format_key(v, part.kind) not in failed] if part else None
         if publish == []:
-            return RunOutcome(None, part, outcomes, failed)
+            return RunOutcome(None, part, outcomes, failed, **seen)
         result = commit(
             spark,
             staged,
@@ -206,4 +218,4 @@ def run_output(
     finally:
         staged.unpersist()
     registry.register(spark, product.domain, t.output.table)
-    return RunOutcome(result, part, outcomes, failed)
+    return RunOutcome(result, part, outcomes, failed, **seen)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from mesh_assets.automation.conditions import output_condition
+from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.assets import RESOURCE_KEY, build_external_spec, build_output_asset
 from mesh_assets.settings import get_settings
@@ -23,7 +25,10 @@ from mesh_assets.spec.validate import validate
 def assets_for(specs: DomainSpecs, catalog: Catalog) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     out: list[dg.AssetsDefinition | dg.AssetSpec] = []
     for product in specs.products:
-        out += [build_output_asset(product, t, catalog) for t in product.transformations]
+        out += [
+            build_output_asset(product, t, catalog, automation_condition=output_condition(product, t, catalog))
+            for t in product.transformations
+        ]
         out += [build_external_spec(product, e) for e in product.external]
     return out
 
@@ -50,8 +55,10 @@ def build_definitions(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        assets = [a for name, s in domains.items() if only is None or name in only for a in assets_for(s, catalog)]
-    return dg.Definitions(assets=assets, resources={RESOURCE_KEY: MeshResource()})
+        selected = {name: s for name, s in domains.items() if only is None or name in only}
+        assets = [a for s in selected.values() for a in assets_for(s, catalog)]
+        sensors = [sensor for name, s in selected.items() for sensor in domain_sensors(name, list(s.products))]
+    return dg.Definitions(assets=assets, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
@@ -72,5 +79,6 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
 
     return dg.Definitions(
         assets=[*(defs.assets or []), build_dbt_assets()],
+        sensors=defs.sensors,
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource()},
     )

@@ -187,11 +187,23 @@ class DataProduct(Strict):
     contacts: tuple[Contact, ...] = Field(min_length=1)
     tags: dict[str, str] = Field(default_factory=dict)
     cron: str | None = None
+    """Earliest start: a partition is requested only after a tick of this cron since it was last handled."""
+    rerun_history: bool = True
+    """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
     start_date: date = date(2021, 1, 1)
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
     line: int | None = None
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        from dagster._utils.schedules import is_valid_cron_schedule
+
+        if value is not None and not is_valid_cron_schedule(value):
+            raise ValueError(f"not a valid cron schedule: {value!r}")
+        return value
 
     @property
     def tables(self) -> list[Output | ExternalTable]:

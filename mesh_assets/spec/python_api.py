@@ -43,6 +43,7 @@ class Product:
         classification: str = "l1",
         tags: Mapping[str, str] | None = None,
         cron: str | None = None,
+        rerun_history: bool = True,
         start_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
@@ -59,6 +60,7 @@ class Product:
             "classification": classification,
             "tags": dict(tags or {}),
             "cron": cron,
+            "rerun_history": rerun_history,
             "external": list(external),
         }
         if start_date is not None:

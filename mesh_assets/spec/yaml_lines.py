@@ -8,39 +8,32 @@ from typing import Any
 import yaml
 
 Lines = dict[tuple[str | int, ...], int]
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _walk(node: yaml.Node, path: tuple[str | int, ...], lines: Lines) -> Any:
+def _walk(node: yaml.Node, path: tuple[str | int, ...], lines: Lines) -> None:
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
-            lines[(*path, key)] = key_node.start_mark.line + 1
-            out[key] = _walk(value_node, (*path, key), lines)
-            lines[(*path, key)] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(item, (*path, i), lines) for i, item in enumerate(node.value)]
-    return _scalar(node)
-
-
-def _scalar(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+            _walk(value_node, (*path, key_node.value), lines)
+            lines[(*path, key_node.value)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, (*path, i), lines)
 
 
 def load(path: Path) -> tuple[Any, Lines]:
-    """Parse ``path``; return the data and a map from key path to 1-based line."""
-    text = path.read_text()
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    lines: Lines = {}
-    if node is None:
-        return None, lines
-    return _walk(node, (), lines), lines
+    """Parse ``path`` once (libyaml when available); return the data and key path -> 1-based line."""
+    loader = _Loader(path.read_text())
+    try:
+        node = loader.get_single_node()
+        lines: Lines = {}
+        if node is None:
+            return None, lines
+        _walk(node, (), lines)
+        return loader.construct_document(node), lines
+    finally:
+        loader.dispose()
 
 
 def line_for(lines: Lines, loc: tuple[str | int, ...]) -> int | None:

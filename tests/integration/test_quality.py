@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from datetime import date
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import dagster as dg
@@ -185,3 +188,44 @@ def test_consumer_waits_for_quality_unless_it_ignores_it(qa):
     lenient = qa.run(["qa", "daily_totals_lenient"], day)
     assert lenient.success
     assert qa.rows("daily_totals_lenient", day) == [(3, 60)]
+
+
+def test_failed_blocking_check_alerts_the_domain_channel(qa, monkeypatch):
+    received: list[dict] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            return
+
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("MESH_ALERT_WEBHOOK_QA", f"http://127.0.0.1:{server.server_port}/hook")
+    try:
+        day = "2024-01-25"
+        qa.land(day, [*GOOD, (None, "a", 1)])
+        result = qa.run(CLEAN, day)
+    finally:
+        server.shutdown()
+    assert not result.success
+    assert len(received) == 1
+    alert = received[0]["mesh"]
+    assert (alert["domain"], alert["product"], alert["table"]) == ("qa", "events", "clean_events")
+    assert alert["partitions"] == [day] and alert["checks"] == ["not_null_id"]
+    assert alert["channel"] == "#qa" and alert["run_url"].endswith(f"/runs/{result.run_id}")
+    assert "qa.clean_events" in received[0]["text"] and day in received[0]["text"]
+
+
+def test_check_results_point_at_the_materialization_they_checked(qa):
+    day = "2024-01-26"
+    qa.land(day, GOOD)
+    result = qa.run(CLEAN, day)
+    assert result.success
+    latest = qa.evaluations("not_null_id", day)[0]
+    assert latest.target_materialization_data is not None
+    assert latest.target_materialization_data.run_id == result.run_id

@@ -1,0 +1,60 @@
+"""A year's backfill: raw Spark over the range (the floor) versus a single-run backfill and per-partition runs.
+
+Per-partition runs are timed on a sample of days and extrapolated to the year (a full sequential year
+takes far too long to be worth measuring every time). Run alone: ``python -m bench.backfill --days 365``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from bench.common import Result
+from bench.workload import Workload
+from mesh_assets.engine.session import get_spark
+
+
+def run(days: int = 365, rows_per_day: int = 20_000, sample: int = 5) -> list[Result]:
+    work = Workload(get_spark(), days=days, rows_per_day=rows_per_day)
+    work.raw(0, 0)
+    work.materialize(0)
+    start = time.perf_counter()
+    work.raw(0, days - 1)
+    raw = time.perf_counter() - start
+    start = time.perf_counter()
+    work.materialize(0, days - 1)
+    single = time.perf_counter() - start
+    start = time.perf_counter()
+    for day in range(sample):
+        work.materialize(day)
+    per_partition = (time.perf_counter() - start) / sample * days
+    return [
+        Result(
+            "backfill",
+            f"{days} daily partitions, single run",
+            single,
+            "raw Spark over the range",
+            raw,
+            "<= 1.2x raw",
+            single <= 1.2 * raw,
+        ),
+        Result(
+            "backfill",
+            f"{days} daily partitions, one run per partition (extrapolated from {sample})",
+            per_partition,
+            "raw Spark over the range",
+            raw,
+            "",
+            None,
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--rows-per-day", type=int, default=20_000)
+    args = parser.parse_args()
+    for r in run(args.days, args.rows_per_day):
+        print(json.dumps({**r.__dict__, "ratio": r.ratio}))

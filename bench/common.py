@@ -1,0 +1,78 @@
+"""Shared helpers: timing, machine description and the result rows every benchmark returns."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Result:
+    """One measured case: ``seconds`` against ``baseline_seconds`` measured in the same run."""
+
+    benchmark: str
+    case: str
+    seconds: float
+    baseline: str
+    baseline_seconds: float
+    target: str = ""
+    met: bool | None = None
+    notes: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline_seconds if self.baseline_seconds else float("nan")
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The fastest of ``repeat`` runs: the least disturbed by the rest of the machine."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def median_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def python_seconds(code: str, env: dict[str, str] | None = None) -> float:
+    """Run ``code`` in a fresh interpreter; it prints its own elapsed seconds as the last line."""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    mem = ""
+    try:
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        kb = int(next(line for line in meminfo if line.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return f"{platform.system()} {platform.machine()}, {cpus} cores{mem}, Python {platform.python_version()}"

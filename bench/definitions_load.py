@@ -1,0 +1,152 @@
+"""Definitions load: a synthetic mesh versus the same graph written by hand in plain Dagster.
+
+Each case runs in a fresh interpreter and times import -> Definitions -> repository snapshot, i.e. what
+a code location server does before it can serve the graph.
+Run alone: ``python -m bench.definitions_load --sizes 100 1000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from bench.common import Result, python_seconds
+
+PRODUCTS_PER_DOMAIN = 20
+START = "2024-01-01"  # 730 daily partitions up to the end of 2025 with the end date below
+END = "2025-12-31"
+
+
+def write_mesh(root: Path, assets: int) -> None:
+    """``assets`` SQL products in up to 50 domains of 20, each reading the previous one, with two checks."""
+    domains = max(1, assets // PRODUCTS_PER_DOMAIN)
+    for d in range(domains):
+        folder = root / f"d{d:02d}"
+        folder.mkdir(parents=True)
+        for p in range(min(PRODUCTS_PER_DOMAIN, assets - d * PRODUCTS_PER_DOMAIN)):
+            source = f"d{d:02d}.t{p - 1:02d}" if p else f"d{d:02d}.raw"
+            lines = [
+                f"name: p{p:02d}",
+                f"owner: team{d}@example.com",
+                f'contacts: [{{kind: chat, value: "#d{d}"}}]',
+                f"start_date: {START}",
+            ]
+            if p == 0:
+                lines += ["external:", "  - {table: raw, partitioning: daily}"]
+            lines += [
+                "tables:",
+                f"  - table: t{p:02d}",
+                "    published: true",
+                f"    inputs: [{{table: {source}}}]",
+                f"    sql: SELECT id, amount FROM {source}",
+                "    checks:",
+                "      - {kind: not_null, columns: [id]}",
+                "      - {kind: unique, keys: [id]}",
+            ]
+            (folder / f"p{p:02d}.yaml").write_text("\n".join(lines) + "\n")
+
+
+MESH_CODE = """
+import time; t0 = time.perf_counter()
+import warnings; warnings.filterwarnings("ignore")
+from pathlib import Path
+from mesh_assets.factory.definitions import build_definitions
+from mesh_assets.spec.discovery import load_all
+from dagster._core.remote_representation.external_data import RepositorySnap
+defs = build_definitions(load_all(Path({root!r})), extra=[])
+repo = defs.get_repository_def()
+RepositorySnap.from_def(repo)
+assert len(repo.asset_graph.get_all_asset_keys()) >= {assets}
+print(time.perf_counter() - t0)
+"""
+
+PLAIN_CODE = """
+import time; t0 = time.perf_counter()
+import warnings; warnings.filterwarnings("ignore")
+import dagster as dg
+from dagster._core.remote_representation.external_data import RepositorySnap
+daily = dg.DailyPartitionsDefinition(start_date={start!r}, end_date={end!r})
+assets = []
+def make(domain, index, source):
+    key = dg.AssetKey([domain, f"t{{index:02d}}"])
+    @dg.multi_asset(
+        name=f"{{domain}}__t{{index:02d}}",
+        specs=[dg.AssetSpec(key, deps=[source], group_name=f"p{{index:02d}}", owners=[f"team@example.com"],
+                            kinds={{"spark", "delta", "sql"}}, partitions_def=daily,
+                            tags={{"domain": domain, "product": f"p{{index:02d}}"}})],
+        check_specs=[dg.AssetCheckSpec("not_null_id", asset=key, blocking=True, partitions_def=daily),
+                     dg.AssetCheckSpec("unique_id", asset=key, blocking=True, partitions_def=daily)],
+        partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(), pool=f"{{domain}}/t{{index}}",
+        can_subset=True,
+    )
+    def _asset(context):
+        yield dg.MaterializeResult(asset_key=key)
+    return _asset
+for d in range({domains}):
+    domain = f"d{{d:02d}}"
+    assets.append(dg.AssetSpec([domain, "raw"], partitions_def=daily))
+    for p in range(min({per}, {assets} - d * {per})):
+        source = dg.AssetKey([domain, f"t{{p - 1:02d}}"]) if p else dg.AssetKey([domain, "raw"])
+        assets.append(make(domain, p, source))
+defs = dg.Definitions(assets=assets)
+repo = defs.get_repository_def()
+RepositorySnap.from_def(repo)
+print(time.perf_counter() - t0)
+"""
+
+
+def measure(assets: int, repeat: int = 2) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "domains"
+        write_mesh(root, assets)
+        mesh_code = MESH_CODE.format(root=str(root), assets=assets)
+        plain_code = PLAIN_CODE.format(
+            start=START, end=END, domains=max(1, assets // PRODUCTS_PER_DOMAIN), per=PRODUCTS_PER_DOMAIN, assets=assets
+        )
+        mesh = min(python_seconds(mesh_code, {"MESH_HOME": tmp}) for _ in range(repeat))
+        plain = min(python_seconds(plain_code) for _ in range(repeat))
+    return mesh, plain
+
+
+def run(sizes: list[int] | None = None) -> list[Result]:
+    results = []
+    times = {}
+    for size in sizes or [100, 500, 1000, 2000]:
+        mesh, plain = measure(size)
+        times[size] = mesh
+        target = "Mesh/plain <= 1.2" + ("; <= 2 s" if size == 1000 else "")
+        met = mesh / plain <= 1.2 and (size != 1000 or mesh <= 2.0)
+        results.append(
+            Result(
+                "definitions load",
+                f"{size} assets x 730 partitions",
+                mesh,
+                "plain Dagster, same graph",
+                plain,
+                target,
+                met,
+            )
+        )
+    if 1000 in times and 2000 in times:
+        growth = times[2000] / times[1000]
+        results.append(
+            Result(
+                "definitions load",
+                "scaling 2000 vs 1000 assets",
+                times[2000],
+                "Mesh at 1000 assets",
+                times[1000],
+                "<= 2.2",
+                growth <= 2.2,
+            )
+        )
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000, 2000])
+    for r in run(parser.parse_args().sizes):
+        print(json.dumps({**r.__dict__, "ratio": r.ratio}))

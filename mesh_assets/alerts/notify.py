@@ -1,0 +1,61 @@
+"""Alerts to a domain's chat channel: a failed run or a failed blocking check reaches its owners.
+
+The webhook URL is a secret, so it is read from the environment at send time
+(``MESH_ALERT_WEBHOOK_<DOMAIN>``) and never stored in specs, run config or logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from dataclasses import asdict, dataclass, field
+
+from mesh_assets.settings import get_settings
+
+
+@dataclass(frozen=True)
+class Alert:
+    """What an owner needs to act: which product, partition and check, and where to look."""
+
+    kind: str
+    domain: str
+    product: str
+    table: str
+    owner: str
+    channel: str
+    message: str
+    partitions: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    run_url: str | None = None
+
+
+def webhook_variable(domain: str) -> str:
+    return f"MESH_ALERT_WEBHOOK_{domain.upper()}"
+
+
+def run_url(run_id: str) -> str:
+    return f"{get_settings().alerts.webserver_url.rstrip('/')}/runs/{run_id}"
+
+
+def payload(alert: Alert) -> dict:
+    """A chat-webhook body (``text`` for Slack-compatible receivers) plus the structured alert."""
+    where = f" partition(s) {', '.join(alert.partitions)}" if alert.partitions else ""
+    checks = f" check(s) {', '.join(alert.checks)}" if alert.checks else ""
+    link = f" <{alert.run_url}|run>" if alert.run_url else ""
+    text = f"[{alert.domain}/{alert.product}] {alert.kind}: {alert.domain}.{alert.table}{where}{checks}{link}"
+    return {"text": text, "channel": alert.channel, "mesh": asdict(alert)}
+
+
+def send(alert: Alert) -> bool:
+    """Post ``alert`` to the domain's webhook; False (and nothing sent) when alerts are off or unset."""
+    settings = get_settings().alerts
+    url = os.environ.get(webhook_variable(alert.domain))
+    if not settings.enabled or not url:
+        return False
+    request = urllib.request.Request(
+        url, data=json.dumps(payload(alert)).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=settings.timeout_seconds) as response:
+        return 200 <= response.status < 300

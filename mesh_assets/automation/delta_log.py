@@ -1,0 +1,85 @@
+"""Incremental reading of a Delta table's ``_delta_log``: which partitions each new commit touched.
+
+File access is one function (:func:`read_commit`) so that an object store can plug in later; the rest
+parses commit JSON only. Cost grows with new commits: with none, reading the log costs one failed open
+of the next version's file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+LOG_DIR = "_delta_log"
+
+
+def _local(location: str) -> Path:
+    return Path(location[len("file:") :] if location.startswith("file:") else location)
+
+
+def read_commit(location: str, version: int) -> str | None:
+    """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist (yet)."""
+    try:
+        return (_local(location) / LOG_DIR / f"{version:020d}.json").read_text()
+    except FileNotFoundError:
+        return None
+
+
+def first_version(location: str) -> int | None:
+    """The oldest commit still in the log (a first observation starts there); None if there is no table."""
+    log = _local(location) / LOG_DIR
+    if not log.is_dir():
+        return None
+    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
+    return min(versions) if versions else None
+
+
+@dataclass
+class Commit:
+    version: int
+    partitions: set[tuple[tuple[str, str | None], ...]] = field(default_factory=set)
+    """Each touched partition as its sorted ``(column, value)`` pairs; ``()`` for an unpartitioned file."""
+    touched: bool = False
+    """Whether the commit added or removed data files (metadata-only commits touch nothing)."""
+
+
+def parse_commit(version: int, text: str) -> Commit:
+    """The partitions whose files one commit adds or removes."""
+    commit = Commit(version)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        action = json.loads(line)
+        for kind in ("add", "remove"):
+            if kind in action:
+                commit.touched = True
+                values = action[kind].get("partitionValues") or {}
+                commit.partitions.add(tuple(sorted(values.items())))
+    return commit
+
+
+def new_commits(location: str, after: int | None) -> list[Commit]:
+    """Commits after version ``after`` (None: from the oldest still in the log)."""
+    version = first_version(location) if after is None else after + 1
+    commits: list[Commit] = []
+    while version is not None:
+        text = read_commit(location, version)
+        if text is None:
+            break
+        commits.append(parse_commit(version, text))
+        version += 1
+    return commits
+
+
+def partition_key(value: str | None, partitioning: str) -> str | None:
+    """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``."""
+    if value is None:
+        return None
+    if partitioning == "daily":
+        return datetime.fromisoformat(value[:10]).strftime("%Y-%m-%d")
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is not None:  # UTC-normalised partition values; sessions run in UTC
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.strftime("%Y-%m-%d-%H:%M")

@@ -1,0 +1,89 @@
+"""One sensor per domain with external tables: report what each new Delta commit published.
+
+The cursor is ``{"<domain>.<table>": last version seen}``. Each tick reads only the commits after it,
+collects the partitions their ``add``/``remove`` actions name and reports each as a runless, partitioned
+``AssetMaterialization`` (one per partition per tick, with the commit versions), so the automation
+sensors downstream react to external data the way they react to Mesh's own writes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+
+from mesh_assets.automation.delta_log import new_commits, partition_key
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.settings import get_settings
+from mesh_assets.spec.model import DataProduct, ExternalTable
+from mesh_assets.storage.tables import TableRegistry
+
+
+def observer_name(domain: str) -> str:
+    return f"{domain}__observe_external_tables"
+
+
+def observe_table(
+    product: DataProduct, ext: ExternalTable, location: str, after: int | None
+) -> tuple[list[dg.AssetMaterialization], int | None]:
+    """Materializations for the partitions the commits after ``after`` touched, and the last version read."""
+    commits = new_commits(location, after)
+    if not commits:
+        return [], after
+    asset_key = dg.AssetKey([product.domain, ext.table])
+    versions: dict[str | None, list[int]] = {}
+    for commit in commits:
+        if not commit.touched:
+            continue
+        if ext.partitioning == "none":
+            versions.setdefault(None, []).append(commit.version)
+            continue
+        for values in commit.partitions:
+            key = partition_key(dict(values).get(ext.partition_column), ext.partitioning)
+            if key is not None and key[:10] >= product.start_date.isoformat():
+                versions.setdefault(key, []).append(commit.version)
+    events = [
+        dg.AssetMaterialization(
+            asset_key=asset_key,
+            partition=key,
+            metadata={"delta_versions": sorted(set(v)), "delta_version": max(v), "location": location},
+        )
+        for key, v in sorted(versions.items(), key=lambda item: item[0] or "")
+    ]
+    return events, commits[-1].version
+
+
+def observe(
+    products: list[DataProduct], registry: TableRegistry, cursor: dict[str, int]
+) -> tuple[list[dg.AssetMaterialization], dict[str, int]]:
+    """One tick over every external table of ``products``."""
+    events: list[dg.AssetMaterialization] = []
+    cursor = dict(cursor)
+    for product in products:
+        for ext in product.external:
+            ref = f"{product.domain}.{ext.table}"
+            found, last = observe_table(product, ext, registry.location(product.domain, ext.table), cursor.get(ref))
+            events += found
+            if last is not None:
+                cursor[ref] = last
+    return events, cursor
+
+
+def build_observer(domain: str, products: list[DataProduct]) -> dg.SensorDefinition | None:
+    """The observer of ``domain``'s external tables; None when it has none."""
+    products = [p for p in products if p.external]
+    if not products:
+        return None
+    settings = get_settings().automation
+
+    @dg.sensor(
+        name=observer_name(domain),
+        description=f"Reports new commits of {domain}'s external Delta tables as materializations.",
+        minimum_interval_seconds=settings.observer_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
+    )
+    def _observer(context: dg.SensorEvaluationContext, mesh: MeshResource) -> dg.SensorResult:
+        events, cursor = observe(products, mesh.registry, json.loads(context.cursor) if context.cursor else {})
+        return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
+
+    return _observer

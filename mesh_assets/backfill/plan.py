@@ -1,0 +1,233 @@
+"""Lineage-driven backfills: the downstream closure of a fixed partition range, as one Dagster backfill.
+
+Fixing days D1..Dn of an asset makes stale every downstream partition whose window reads one of them.
+The plan walks the asset graph in topological order and maps each asset's partitions to its children's
+through the declared partition mappings (a ``last 7`` input maps day D to D..D+6), so the plan is exactly
+what Dagster itself considers downstream. Launching it adds ONE asset backfill to the instance: the same
+object the UI's "Materialize" dialog creates, listed and cancellable on the Backfills page and executed
+by the daemon (each asset's range as one run, since partitioned assets use a single-run backfill policy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+from dagster._core.definitions.partitions.subset import PartitionsSubset
+from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+from dagster._core.utils import make_new_backfill_id
+from dagster._time import get_current_timestamp
+
+from mesh_assets.storage.partitions import HOUR_FMT, PartitionKeyError, parse_key
+
+
+class BackfillError(ValueError):
+    """A backfill request that cannot be planned (unknown asset, bad or out-of-range partition)."""
+
+
+def parse_asset_key(name: str, graph: BaseAssetGraph) -> dg.AssetKey:
+    """``food_delivery/orders`` or ``food_delivery.orders`` -> the asset key, which must be in ``graph``."""
+    parts = [p for p in name.replace(".", "/").split("/") if p]
+    key = dg.AssetKey(parts)
+    if not parts or not graph.has(key):
+        raise BackfillError(f"unknown asset {name!r} (expected <domain>/<table> or <domain>.<table>)")
+    return key
+
+
+def _kind(partitions_def: dg.PartitionsDefinition) -> str:
+    if isinstance(partitions_def, dg.HourlyPartitionsDefinition):
+        return "hourly"
+    if isinstance(partitions_def, dg.DailyPartitionsDefinition):
+        return "daily"
+    raise BackfillError(f"unsupported partitioning {type(partitions_def).__name__}")
+
+
+def partition_bounds(partitions_def: dg.PartitionsDefinition, start: str, end: str) -> dg.PartitionKeyRange:
+    """Validated partition keys for ``start``..``end``; a day given for an hourly asset means its 24 hours."""
+    kind = _kind(partitions_def)
+    try:
+        by_day = kind == "hourly"
+        first = parse_key(start, "daily") if by_day and len(start) == 10 else parse_key(start, kind)  # type: ignore[arg-type]
+        last = parse_key(end, "daily") + timedelta(hours=23) if by_day and len(end) == 10 else parse_key(end, kind)  # type: ignore[arg-type]
+    except PartitionKeyError as exc:
+        raise BackfillError(str(exc)) from None
+    if last < first:
+        raise BackfillError(f"the range ends ({end}) before it starts ({start})")
+    fmt = "%Y-%m-%d" if kind == "daily" else HOUR_FMT
+    keys = first.strftime(fmt), last.strftime(fmt)
+    for key in keys:
+        if not partitions_def.has_partition_key(key):
+            first_key = partitions_def.get_first_partition_key()
+            last_key = partitions_def.get_last_partition_key()
+            raise BackfillError(f"partition {key} does not exist (partitions run from {first_key} to {last_key})")
+    return dg.PartitionKeyRange(*keys)
+
+
+@dataclass(frozen=True)
+class PlannedAsset:
+    """One asset of the plan: its partition ranges, or ``()`` for an unpartitioned asset."""
+
+    key: dg.AssetKey
+    ranges: tuple[dg.PartitionKeyRange, ...]
+    partition_count: int
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.ranges)
+
+    def describe(self) -> str:
+        if not self.ranges:
+            return "(unpartitioned)"
+        return ", ".join(r.start if r.start == r.end else f"{r.start}..{r.end}" for r in self.ranges)
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    """The assets and partitions to recompute, in topological order, and the subset Dagster backfills."""
+
+    root: dg.AssetKey
+    root_range: dg.PartitionKeyRange
+    assets: tuple[PlannedAsset, ...]
+    subset: AssetGraphSubset
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """``{"food_delivery/orders": ["2021-06-04..2021-06-06"], ...}``: the plan as asset -> ranges."""
+        return {
+            a.key.to_user_string(): [r.start if r.start == r.end else f"{r.start}..{r.end}" for r in a.ranges]
+            for a in self.assets
+        }
+
+    def runs(self) -> Iterator[tuple[dg.AssetKey, dg.PartitionKeyRange | None]]:
+        """One (asset, range) per run in dependency order: what the daemon launches, for in-process use."""
+        for asset in self.assets:
+            if not asset.ranges:
+                yield asset.key, None
+            for rng in asset.ranges:
+                yield asset.key, rng
+
+    @property
+    def partition_count(self) -> int:
+        return sum(a.partition_count or 1 for a in self.assets)
+
+
+def _downstream(
+    graph: BaseAssetGraph, parent: dg.AssetKey, parent_subset: PartitionsSubset | None, child: dg.AssetKey
+) -> PartitionsSubset | None:
+    """The child's partitions that read ``parent_subset`` (``None`` = the unpartitioned child)."""
+    child_def = graph.get(child).partitions_def
+    if child_def is None:
+        return None
+    parent_def = graph.get(parent).partitions_def
+    if parent_def is None or parent_subset is None:
+        return child_def.subset_with_all_partitions()  # every partition reads the whole parent
+    mapping = graph.get_partition_mapping(child, parent)
+    return mapping.get_downstream_partitions_for_partitions(
+        parent_subset, parent_def, downstream_partitions_def=child_def
+    )
+
+
+def plan_backfill(
+    graph: BaseAssetGraph, root: str | dg.AssetKey, start: str, end: str, *, downstream: bool = True
+) -> BackfillPlan:
+    """The root's ``start``..``end`` and, with ``downstream``, every partition downstream of it."""
+    key = root if isinstance(root, dg.AssetKey) else parse_asset_key(root, graph)
+    root_def = graph.get(key).partitions_def
+    if root_def is None:
+        raise BackfillError(f"{key.to_user_string()} is not partitioned; materialize it instead of backfilling")
+    if not graph.get(key).is_executable:
+        raise BackfillError(f"{key.to_user_string()} is an external table; Mesh does not compute it")
+    rng = partition_bounds(root_def, start, end)
+    reached: dict[dg.AssetKey, PartitionsSubset | None] = {
+        key: root_def.empty_subset().with_partition_key_range(root_def, rng)
+    }
+    if downstream:
+        for current in graph.toposorted_asset_keys:
+            if current not in reached:
+                continue
+            for child in sorted(graph.get(current).child_keys):
+                if not graph.get(child).is_executable:
+                    continue
+                mapped = _downstream(graph, current, reached[current], child)
+                if mapped is not None and mapped.is_empty:
+                    continue
+                previous = reached.get(child)
+                reached[child] = mapped if previous is None or mapped is None else previous | mapped
+    order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
+    assets, partitioned, unpartitioned = [], {}, set()
+    for k in sorted(reached, key=order.__getitem__):
+        subset, pdef = reached[k], graph.get(k).partitions_def
+        if subset is None or pdef is None:
+            unpartitioned.add(k)
+            assets.append(PlannedAsset(k, (), 0))
+            continue
+        partitioned[k] = subset
+        ranges = tuple(subset.get_partition_key_ranges(pdef))
+        assets.append(PlannedAsset(k, ranges, len(subset)))
+    subset = AssetGraphSubset(partitions_subsets_by_asset_key=partitioned, non_partitioned_asset_keys=unpartitioned)
+    return BackfillPlan(key, rng, tuple(assets), subset)
+
+
+LAUNCHED_BY_TAG = "mesh/launched_by"
+
+
+def launch_backfill(instance: dg.DagsterInstance, plan: BackfillPlan, *, tags: Mapping[str, str] | None = None) -> str:
+    """Add the plan to ``instance`` as one asset backfill (status REQUESTED; the daemon runs it)."""
+    backfill_id = make_new_backfill_id()
+    root = plan.root.to_user_string()
+    backfill = PartitionBackfill.from_asset_graph_subset(
+        backfill_id=backfill_id,
+        backfill_timestamp=get_current_timestamp(),
+        tags={LAUNCHED_BY_TAG: "mesh backfill", "mesh/root": root, **(tags or {})},
+        dynamic_partitions_store=instance,
+        asset_graph_subset=plan.subset,
+        title=f"{root} {plan.root_range.start}..{plan.root_range.end} and downstream"
+        if len(plan.assets) > 1
+        else f"{root} {plan.root_range.start}..{plan.root_range.end}",
+        description="Planned by `mesh backfill` through the asset graph's partition mappings.",
+        run_config=None,
+    )
+    instance.add_backfill(backfill)
+    return backfill_id
+
+
+TERMINAL = {
+    BulkActionStatus.COMPLETED,
+    BulkActionStatus.COMPLETED_SUCCESS,
+    BulkActionStatus.COMPLETED_FAILED,
+    BulkActionStatus.FAILED,
+    BulkActionStatus.CANCELED,
+}
+
+
+@dataclass(frozen=True)
+class BackfillProgress:
+    status: str
+    done: int
+    failed: int
+    requested: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return BulkActionStatus(self.status) in TERMINAL
+
+
+def backfill_progress(instance: dg.DagsterInstance, backfill_id: str) -> BackfillProgress:
+    """The backfill's status and partition counts as the daemon last recorded them."""
+    backfill = instance.get_backfill(backfill_id)
+    if backfill is None:
+        raise BackfillError(f"no backfill {backfill_id} on this instance")
+    data = backfill.asset_backfill_data
+    if data is None:
+        return BackfillProgress(backfill.status.value, 0, 0, 0, 0)
+    return BackfillProgress(
+        backfill.status.value,
+        data.materialized_subset.num_partitions_and_non_partitioned_assets,
+        data.failed_and_downstream_subset.num_partitions_and_non_partitioned_assets,
+        data.requested_subset.num_partitions_and_non_partitioned_assets,
+        data.target_subset.num_partitions_and_non_partitioned_assets,
+    )

@@ -1,0 +1,73 @@
+"""What a DataFrame actually reads: the file/Delta relations at the leaves of its query plan.
+
+The plan is Spark's own (optimized, falling back to analyzed): temp views, SQL text and helper functions
+are all resolved away, so a table read with ``spark.table(...)`` inside a product function shows up here
+even though the product never declared it. Works on a classic (JVM-backed) session; under Spark Connect
+there is no JVM handle and capture returns ``None`` (unknown), never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+
+def normalize(path: str) -> str:
+    """``file:/x/y/`` and ``/x/y`` name the same local table; other schemes are kept."""
+    path = path.rstrip("/")
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix):
+            path = path[len(prefix) :]
+            return "/" + path.lstrip("/")
+    return path
+
+
+def _seq(scala_seq: Any) -> list[Any]:
+    return [scala_seq.apply(i) for i in range(scala_seq.size())]
+
+
+def _leaf_paths(leaf: Any) -> list[str]:
+    name = leaf.nodeName()
+    if name == "LogicalRelation":
+        try:
+            return [str(p) for p in _seq(leaf.relation().location().rootPaths())]
+        except Exception:  # a relation without a file index (JDBC, ...) has no path
+            return []
+    if name.startswith("DataSourceV2"):
+        try:
+            return [str(leaf.table().name())]
+        except Exception:
+            return []
+    return []
+
+
+def read_locations(df: DataFrame) -> list[str] | None:
+    """Normalized root paths of every table ``df`` reads, sorted; ``None`` when the plan is not reachable."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        execution = jdf.queryExecution()
+        try:
+            plan = execution.optimizedPlan()
+        except Exception:  # fall back to the analyzed plan if optimization fails here
+            plan = execution.analyzed()
+        leaves = _seq(plan.collectLeaves())
+    except Exception:  # capture never fails a run
+        return None
+    return sorted({normalize(p) for leaf in leaves for p in _leaf_paths(leaf)})
+
+
+def undeclared_reads(reads: list[str] | None, declared: list[str], own: str) -> list[str]:
+    """Locations read that are neither a declared input nor the output itself."""
+    allowed = {normalize(p) for p in [*declared, own]}
+    return [p for p in reads or [] if normalize(p) not in allowed]
+
+
+def table_name(location: str, warehouse: str) -> str:
+    """``<domain>.<table>`` for a location inside the warehouse, else the location itself."""
+    root, path = normalize(warehouse), normalize(location)
+    rest = path[len(root) + 1 :] if path.startswith(root + "/") else ""
+    parts = rest.split("/")
+    return ".".join(parts) if len(parts) == 2 and all(parts) else location

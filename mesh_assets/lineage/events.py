@@ -1,0 +1,177 @@
+"""OpenLineage events for product runs, built with the openlineage-python client's own facet classes.
+
+A product run is one OpenLineage run: job namespace = the domain, job name = ``<domain>.<table>``, run id
+a UUID derived from the Dagster run id and the asset (so START and COMPLETE/FAIL of one run agree without
+shared state, and a retry of the Dagster run maps to the same OpenLineage run), with a parent run facet
+pointing at the Dagster run. Datasets are named by their Delta locations (namespace ``file`` for local
+paths, ``<scheme>://<authority>`` otherwise, name = the path), as the OpenLineage naming spec has it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+from urllib.parse import urlparse
+
+import attr
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import (
+    RunFacet,
+    data_quality_assertions_dataset,
+    error_message_run,
+    job_type_job,
+    output_statistics_output_dataset,
+    parent_run,
+    processing_engine_run,
+    schema_dataset,
+    sql_job,
+)
+
+from mesh_assets.lineage.capture import normalize
+
+PRODUCER = "https://github.com/mesh-platform/mesh/tree/main/mesh_assets/lineage"
+SCHEMA_BASE = "https://github.com/mesh-platform/mesh/tree/main/docs/lineage-facets.json"
+RUN_NAMESPACE = uuid.UUID("6f1b0c1e-2b1e-4c55-9a77-5d0c3c2f8e41")
+DAGSTER_NAMESPACE = "dagster"
+
+
+def run_uuid(dagster_run_id: str, asset: str) -> str:
+    """The OpenLineage run id of ``asset`` in Dagster run ``dagster_run_id``: stable, a valid UUID."""
+    return str(uuid.uuid5(RUN_NAMESPACE, f"{dagster_run_id}/{asset}"))
+
+
+def dataset_name(location: str) -> tuple[str, str]:
+    """(namespace, name) of a table location: ``("file", "/wh/d/t")`` or ``("s3a://bucket", "/wh/d/t")``."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # one letter: a Windows drive
+        return "file", normalize(location)
+    return f"{parsed.scheme}://{parsed.netloc}", parsed.path.rstrip("/") or "/"
+
+
+@attr.define
+class MeshPartitionsRunFacet(RunFacet):
+    """The partitions a run processed (custom facet): kind, first and last key, and every key."""
+
+    kind: str
+    start: str
+    end: str
+    keys: list[str] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return f"{SCHEMA_BASE}#/$defs/MeshPartitionsRunFacet"
+
+
+@attr.define
+class MeshUndeclaredReadsRunFacet(RunFacet):
+    """Tables the run read without declaring them as inputs (custom facet), as ``namespace``/``name``."""
+
+    datasets: list[dict[str, str]] = attr.field(factory=list)
+    tables: list[str] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return f"{SCHEMA_BASE}#/$defs/MeshUndeclaredReadsRunFacet"
+
+
+@dataclass
+class RunDescription:
+    """Everything a product run's events say; filled in as the run goes."""
+
+    domain: str
+    table: str
+    dagster_run_id: str
+    dagster_job: str
+    output_location: str
+    declared_inputs: list[str]
+    sql: str | None = None
+    partitions: tuple[str, str, str, list[str]] | None = None  # kind, start, end, keys
+    reads: list[str] | None = None
+    undeclared: list[str] = field(default_factory=list)
+    undeclared_names: list[str] = field(default_factory=list)
+    schema: list[tuple[str, str]] | None = None
+    rows: int | None = None
+    assertions: list[data_quality_assertions_dataset.Assertion] = field(default_factory=list)
+    engine_version: str | None = None
+
+    STATES: ClassVar[dict[str, RunState]] = {
+        "START": RunState.START,
+        "COMPLETE": RunState.COMPLETE,
+        "FAIL": RunState.FAIL,
+    }
+
+    @property
+    def job_name(self) -> str:
+        return f"{self.domain}.{self.table}"
+
+    @property
+    def run_id(self) -> str:
+        return run_uuid(self.dagster_run_id, self.job_name)
+
+
+def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any]:
+    facets: dict[str, Any] = {
+        "parent": parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=d.dagster_run_id),
+            job=parent_run.Job(namespace=DAGSTER_NAMESPACE, name=d.dagster_job),
+            root=parent_run.Root(
+                run=parent_run.RootRun(runId=d.dagster_run_id),
+                job=parent_run.RootJob(namespace=DAGSTER_NAMESPACE, name=d.dagster_job),
+            ),
+        ),
+    }
+    if d.engine_version:
+        facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
+            version=d.engine_version, name="spark"
+        )
+    if d.partitions:
+        kind, start, end, keys = d.partitions
+        facets["mesh_partitions"] = MeshPartitionsRunFacet(kind=kind, start=start, end=end, keys=keys)
+    if d.undeclared:
+        facets["mesh_undeclaredReads"] = MeshUndeclaredReadsRunFacet(
+            datasets=[dict(zip(("namespace", "name"), dataset_name(p), strict=True)) for p in d.undeclared],
+            tables=d.undeclared_names,
+        )
+    if error is not None:
+        facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+            message=str(getattr(error, "description", None) or error) or type(error).__name__,
+            programmingLanguage="python",
+        )
+    return facets
+
+
+def build_event(state: str, d: RunDescription, *, error: BaseException | None = None) -> RunEvent:
+    """The START, COMPLETE or FAIL event of the run ``d`` describes."""
+    job_facets: dict[str, Any] = {
+        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration="MESH", jobType="ASSET"),
+    }
+    if d.sql:
+        job_facets["sql"] = sql_job.SQLJobFacet(query=d.sql)
+    read = d.reads if d.reads is not None and state != "START" else d.declared_inputs
+    inputs = [InputDataset(*dataset_name(p)) for p in sorted(set(read))]
+    out_facets: dict[str, Any] = {}
+    facets: dict[str, Any] = {}
+    if d.schema:
+        facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            fields=[schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in d.schema]
+        )
+    if d.assertions:
+        facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+            assertions=d.assertions
+        )
+    if d.rows is not None:
+        out_facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            rowCount=d.rows
+        )
+    namespace, name = dataset_name(d.output_location)
+    return RunEvent(
+        eventType=d.STATES[state],
+        eventTime=datetime.now(UTC).isoformat(),
+        run=Run(runId=d.run_id, facets=_run_facets(d, error if state == "FAIL" else None)),
+        job=Job(namespace=d.domain, name=d.job_name, facets=job_facets),
+        inputs=inputs,
+        outputs=[OutputDataset(namespace, name, facets=facets, outputFacets=out_facets)],
+        producer=PRODUCER,
+    )

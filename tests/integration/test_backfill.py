@@ -1,0 +1,48 @@
+"""Seed-002: three days of orders land wrong, are fixed, and the planned backfill makes the 7-day tables right."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from mesh_assets.backfill import plan_backfill
+from mesh_assets.demo import generator
+from mesh_assets.demo.landing import land_raw_orders
+
+pytestmark = pytest.mark.spark
+
+WORLD_DAYS = 12  # 2021-06-01..12: every 7-day window containing 06-04..06 ends by 06-12
+ORDERS = ["food_delivery", "orders"]
+WEEKLY = [["food_delivery", "orders_7_days"], ["food_delivery", "delivery_times_7_days"]]
+FIXED = (date(2021, 6, 4), date(2021, 6, 6))
+EXPECTED = {
+    "food_delivery/orders": ["2021-06-04..2021-06-06"],
+    "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-12"],
+    "food_delivery/orders_7_days": ["2021-06-04..2021-06-12"],
+}
+
+
+def snapshot(world, key):
+    return sorted(tuple(r) for r in world.table(*key).where("p_date >= '2021-06-04'").collect())
+
+
+def land(world, seed):
+    rows = [r for d in generator.days(FIXED[0], 3) for r in generator.raw_orders(d, seed)]
+    land_raw_orders(world.mesh.spark, world.mesh.registry, *FIXED, rows)
+
+
+def test_fixing_orders_and_backfilling_downstream_makes_the_7_day_tables_right(world):
+    world.materialize([ORDERS, *WEEKLY], start="2021-06-01", end="2021-06-12")
+    right = {tuple(k): snapshot(world, k) for k in WEEKLY}
+
+    land(world, seed=99)  # the wrong export of 06-04..06, and everything downstream computed from it
+    world.materialize([ORDERS, *WEEKLY], start="2021-06-04", end="2021-06-12")
+    assert all(snapshot(world, k) != right[tuple(k)] for k in WEEKLY)
+
+    land(world, seed=7)  # the fix
+    plan = plan_backfill(world.defs.resolve_asset_graph(), "food_delivery/orders", "2021-06-04", "2021-06-06")
+    assert plan.as_dict() == EXPECTED
+    for key, rng in plan.runs():  # what the daemon launches, in dependency order, one run per range
+        world.materialize([list(key.path)], start=rng.start, end=rng.end)
+    assert {tuple(k): snapshot(world, k) for k in WEEKLY} == right

@@ -1,0 +1,62 @@
+"""The external-table observer against a real Delta table: each commit's partitions, once."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import dagster as dg
+import pytest
+
+from mesh_assets import MeshResource
+from mesh_assets.automation.observer import build_observer
+from mesh_assets.demo.landing import ingest_hours, land_raw_order_events
+from mesh_assets.spec.model import DataProduct, ExternalTable
+
+pytestmark = pytest.mark.spark
+
+PRODUCT = DataProduct(
+    domain="central",
+    name="order_events",
+    owner="team:central",
+    contacts=[{"kind": "chat", "value": "#central"}],
+    start_date="2021-06-01",
+    external=(ExternalTable(table="raw_order_events", partitioning="hourly", partition_column="p_hour"),),
+)
+
+
+def _tick(sensor: dg.SensorDefinition, mesh: MeshResource, cursor: str | None) -> tuple[list[str], str | None]:
+    with dg.build_sensor_context(cursor=cursor, resources={"mesh": mesh}) as context:
+        result = sensor(context)
+    keys = [e.partition for e in result.asset_events]
+    assert all(e.asset_key == dg.AssetKey(["central", "raw_order_events"]) for e in result.asset_events)
+    return keys, result.cursor
+
+
+def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_path) -> None:
+    mesh = MeshResource(warehouse=str(tmp_path / "wh"))
+    sensor = build_observer("central", [PRODUCT])
+    assert sensor is not None
+
+    assert _tick(sensor, mesh, None) == ([], "{}")  # no table yet: nothing, and nothing remembered
+
+    ingest_hours(spark, mesh.registry, datetime(2021, 6, 1, 0), 2)  # versions 0 and 1
+    keys, cursor = _tick(sensor, mesh, "{}")
+    assert keys == ["2021-06-01-00:00", "2021-06-01-01:00"]
+    assert json.loads(cursor) == {"central.raw_order_events": 1}
+
+    assert _tick(sensor, mesh, cursor) == ([], cursor)  # no new commit: nothing reported, cursor unchanged
+
+    ingest_hours(spark, mesh.registry, datetime(2021, 6, 1, 1), 1)  # a re-published hour (version 2)
+    keys, cursor = _tick(sensor, mesh, cursor)
+    assert keys == ["2021-06-01-01:00"]
+
+    from mesh_assets.demo import generator
+
+    hours = [datetime(2021, 6, 1, h) for h in (2, 3, 4)]
+    rows = [row for hour in hours for row in generator.raw_order_events(hour, 7)]
+    land_raw_order_events(spark, mesh.registry, hours[0], hours[-1], rows)  # one commit, three hours
+    keys, cursor = _tick(sensor, mesh, cursor)
+    assert keys == ["2021-06-01-02:00", "2021-06-01-03:00", "2021-06-01-04:00"]
+    assert json.loads(cursor) == {"central.raw_order_events": 3}
+    assert _tick(sensor, mesh, cursor) == ([], cursor)

@@ -1,0 +1,197 @@
+"""Automation conditions of Mesh outputs, evaluated in-process against an ephemeral instance (no Spark).
+
+Upstream publications and check results are reported as runless events; time is simulated.
+"""
+
+from __future__ import annotations
+
+import warnings
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
+
+from mesh_assets.automation.conditions import output_condition
+from mesh_assets.checks.spec import NotNull
+from mesh_assets.factory.assets import build_external_spec, build_output_asset
+from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.discovery import DomainSpecs
+from mesh_assets.spec.model import DataProduct, ExternalTable, Input, Output, PySparkTransformation, Window
+
+START = date(2024, 1, 1)
+CLEAN = dg.AssetKey(["up", "clean"])
+RAW_HOURLY = dg.AssetKey(["up", "raw_hourly"])
+CHECK = dg.AssetCheckKey(CLEAN, "not_null_id")
+
+
+def _product(domain: str, name: str, outputs: list[tuple[Output, dict[str, Input]]], **kw) -> DataProduct:
+    return DataProduct(
+        domain=domain,
+        name=name,
+        owner="team:data",
+        contacts=[{"kind": "chat", "value": "#data"}],
+        start_date=START,
+        transformations=[PySparkTransformation(output=o, inputs=i, fn=lambda **_: None) for o, i in outputs],
+        **kw,
+    )
+
+
+def _same(table: str, **kw) -> Input:
+    return Input(table=table, window=Window(kind="same"), **kw)
+
+
+def build_defs() -> dg.Definitions:
+    up = _product(
+        "up",
+        "up",
+        [(Output(table="clean", published=True, checks=(NotNull(columns=("id",)),)), {})],
+        external=(ExternalTable(table="raw_hourly", partitioning="hourly", partition_column="p_hour"),),
+    )
+    down = _product(
+        "down",
+        "down",
+        [
+            (Output(table="report"), {"clean": _same("up.clean")}),
+            (Output(table="relaxed"), {"clean": _same("up.clean", ignore_quality=True)}),
+            (Output(table="rollup"), {"raw_hourly": _same("up.raw_hourly")}),
+        ],
+    )
+    latest = _product(
+        "down", "latest", [(Output(table="latest_only"), {"clean": _same("up.clean")})], rerun_history=False
+    )
+    timed = _product("down", "timed", [(Output(table="timed"), {"clean": _same("up.clean")})], cron="0 6 * * *")
+    domains = {
+        "up": DomainSpecs("up", Path("."), [up]),
+        "down": DomainSpecs("down", Path("."), [down, latest, timed]),
+    }
+    catalog = Catalog(domains)
+    assets: list = [build_external_spec(up, e) for e in up.external]
+    for product in (up, down, latest, timed):
+        for t in product.transformations:
+            assets.append(
+                build_output_asset(product, t, catalog, automation_condition=output_condition(product, t, catalog))
+            )
+    return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
+
+
+class Ticker:
+    """Evaluates the conditions tick by tick, carrying the cursor like the sensor does."""
+
+    def __init__(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.defs = build_defs()
+        self.instance = dg.DagsterInstance.ephemeral()
+        self.cursor = None
+        self.now = datetime(2024, 1, 10, 1, 0)
+
+    def tick(self, at: datetime | None = None, advance: timedelta = timedelta(minutes=1)) -> dict[str, set[str | None]]:
+        self.now = at or self.now + advance
+        result = dg.evaluate_automation_conditions(
+            defs=self.defs, instance=self.instance, cursor=self.cursor, evaluation_time=self.now
+        )
+        self.cursor = result.cursor
+        return {
+            key.to_user_string(): set(result.get_requested_partitions(key))
+            for key in self.defs.resolve_asset_graph().get_all_asset_keys()
+            if result.get_num_requested(key)
+        }
+
+    def publish(self, key: dg.AssetKey, partition: str, check_passed: bool | None = True) -> None:
+        self.instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
+        if key == CLEAN and check_passed is not None:
+            self.check(partition, check_passed)
+
+    def check(self, partition: str, passed: bool) -> None:
+        record = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=CLEAN, asset_partitions=[partition]), limit=1
+        ).records
+        target = (
+            AssetCheckEvaluationTargetMaterializationData(
+                run_id=record[0].event_log_entry.run_id, storage_id=record[0].storage_id, timestamp=record[0].timestamp
+            )
+            if record
+            else None
+        )
+        self.instance.report_runless_asset_event(
+            dg.AssetCheckEvaluation(
+                asset_key=CLEAN,
+                check_name=CHECK.name,
+                passed=passed,
+                partition=partition,
+                blocking=True,
+                severity=dg.AssetCheckSeverity.ERROR,
+                target_materialization_data=target,
+            )
+        )
+
+
+@pytest.fixture
+def ticker() -> Ticker:
+    t = Ticker()
+    assert t.tick() == {}  # the first evaluation only initialises the cursor
+    return t
+
+
+def test_new_upstream_partition_requests_exactly_the_matching_partitions(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-09")
+    assert ticker.tick() == {
+        "down/report": {"2024-01-09"},
+        "down/relaxed": {"2024-01-09"},
+        "down/latest_only": {"2024-01-09"},
+    }
+
+
+def test_nothing_is_requested_twice_for_the_same_upstream_state(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-09")
+    assert "down/report" in ticker.tick()
+    for _ in range(3):
+        assert ticker.tick() == {}
+
+
+def test_failed_blocking_check_requests_nothing_but_ignore_quality_consumers(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-09", check_passed=False)
+    assert ticker.tick() == {"down/relaxed": {"2024-01-09"}}
+    assert ticker.tick() == {}
+    # the next day passes: the gated consumers follow, for that day only
+    # (a second runless evaluation of one check partition hits a unique index in Dagster's SQLite storage,
+    # so a failed partition's later pass is not simulated here)
+    ticker.publish(CLEAN, "2024-01-10", check_passed=True)
+    requested = ticker.tick(at=datetime(2024, 1, 11, 1, 0))
+    assert requested["down/report"] == {"2024-01-10"}
+    assert ticker.tick() == {}
+
+
+def test_republished_history_reruns_unless_latest_window_only(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-02")
+    requested = ticker.tick()
+    assert requested["down/report"] == {"2024-01-02"}
+    assert "down/latest_only" not in requested
+
+
+def test_cron_is_the_earliest_start(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-09")
+    assert "down/timed" not in ticker.tick(at=datetime(2024, 1, 10, 2, 0))
+    assert "down/timed" not in ticker.tick(at=datetime(2024, 1, 10, 5, 59))
+    assert ticker.tick(at=datetime(2024, 1, 10, 6, 1)).get("down/timed") == {"2024-01-09"}
+    assert ticker.tick(at=datetime(2024, 1, 10, 6, 2)) == {}
+
+
+def test_a_day_needs_all_its_hours_and_a_republished_hour_reruns_it(ticker: Ticker) -> None:
+    hours = [f"2024-01-08-{h:02d}:00" for h in range(24)]
+    for hour in hours[:23]:
+        ticker.publish(RAW_HOURLY, hour)
+        assert "down/rollup" not in ticker.tick()
+    ticker.publish(RAW_HOURLY, hours[23])
+    assert ticker.tick() == {"down/rollup": {"2024-01-08"}}
+    assert ticker.tick() == {}
+    ticker.publish(RAW_HOURLY, hours[5])  # a late correction of one hour
+    assert ticker.tick() == {"down/rollup": {"2024-01-08"}}
+    assert ticker.tick() == {}
+
+
+def test_the_latest_hours_do_not_request_an_unfinished_day(ticker: Ticker) -> None:
+    ticker.publish(RAW_HOURLY, "2024-01-10-00:00")
+    assert ticker.tick() == {}
