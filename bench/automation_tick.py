@@ -8,7 +8,6 @@ Run alone: ``python -m bench.automation_tick --assets 1000``.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 import warnings
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench.common import Result
+from bench.common import Result, print_results
 from bench.definitions_load import write_mesh
 from mesh_assets.factory.definitions import build_definitions
 from mesh_assets.spec.discovery import load_all
@@ -85,5 +84,4 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--assets", type=int, default=1000)
     args = parser.parse_args()
-    for r in run(args.assets):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(args.assets))

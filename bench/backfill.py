@@ -7,10 +7,9 @@ takes far too long to be worth measuring every time). Run alone: ``python -m ben
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
-from bench.common import Result
+from bench.common import Result, print_results
 from bench.workload import Workload
 from mesh_assets.engine.session import get_spark
 
@@ -56,5 +55,4 @@ if __name__ == "__main__":
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--rows-per-day", type=int, default=20_000)
     args = parser.parse_args()
-    for r in run(args.days, args.rows_per_day):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(args.days, args.rows_per_day))

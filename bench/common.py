@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -32,16 +33,6 @@ class Result:
     @property
     def ratio(self) -> float:
         return self.seconds / self.baseline_seconds if self.baseline_seconds else float("nan")
-
-
-def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    """The fastest of ``repeat`` runs: the least disturbed by the rest of the machine."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def median_of(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -76,3 +67,9 @@ def machine() -> str:
     except (OSError, StopIteration, ValueError):
         pass
     return f"{platform.system()} {platform.machine()}, {cpus} cores{mem}, Python {platform.python_version()}"
+
+
+def print_results(results: list[Result]) -> None:
+    """What a benchmark run alone prints: one JSON object per case."""
+    for r in results:
+        print(json.dumps({**r.__dict__, "ratio": r.ratio}))

@@ -8,11 +8,10 @@ Run alone: ``python -m bench.definitions_load --sizes 100 1000``.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
-from bench.common import Result, python_seconds
+from bench.common import Result, print_results, python_seconds
 
 PRODUCTS_PER_DOMAIN = 20
 START = "2024-01-01"  # 730 daily partitions up to the end of 2025 with the end date below
@@ -75,7 +74,8 @@ def make(domain, index, source):
         name=f"{{domain}}__t{{index:02d}}",
         specs=[dg.AssetSpec(key, deps=[source], group_name=f"p{{index:02d}}", owners=[f"team@example.com"],
                             kinds={{"spark", "delta", "sql"}}, partitions_def=daily,
-                            tags={{"domain": domain, "product": f"p{{index:02d}}"}})],
+                            tags={{"domain": domain, "product": f"p{{index:02d}}"}},
+                            automation_condition=dg.AutomationCondition.eager())],
         check_specs=[dg.AssetCheckSpec("not_null_id", asset=key, blocking=True, partitions_def=daily),
                      dg.AssetCheckSpec("unique_id", asset=key, blocking=True, partitions_def=daily)],
         partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(), pool=f"{{domain}}/t{{index}}",
@@ -148,5 +148,4 @@ def run(sizes: list[int] | None = None) -> list[Result]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 1000, 2000])
-    for r in run(parser.parse_args().sizes):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(parser.parse_args().sizes))

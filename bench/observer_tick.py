@@ -9,7 +9,6 @@ Run alone: ``python -m bench.observer_tick --tables 100``.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import tempfile
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from bench.common import Result, median_of
+from bench.common import Result, median_of, print_results
 from mesh_assets.automation.observer import observe
 from mesh_assets.engine.session import get_spark
 from mesh_assets.spec.model import Contact, DataProduct, ExternalTable
@@ -102,5 +101,4 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tables", type=int, default=100)
     args = parser.parse_args()
-    for r in run(args.tables):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(args.tables))

@@ -8,9 +8,8 @@ in-process (readiness, staging, checks, commit, events). Run alone:
 from __future__ import annotations
 
 import argparse
-import json
 
-from bench.common import Result, median_of
+from bench.common import Result, median_of, print_results
 from bench.workload import Workload
 from mesh_assets.engine.session import get_spark
 
@@ -40,5 +39,4 @@ if __name__ == "__main__":
     parser.add_argument("--rows-per-day", type=int, default=400_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    for r in run(args.rows_per_day, args.repeat):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(args.rows_per_day, args.repeat))

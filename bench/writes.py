@@ -7,14 +7,13 @@ does not degrade with the log. Run alone: ``python -m bench.writes --partitions 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from datetime import date, timedelta
 from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from bench.common import Result, median_of
+from bench.common import Result, median_of, print_results
 from mesh_assets.engine.session import get_spark
 from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
@@ -74,5 +73,4 @@ if __name__ == "__main__":
     parser.add_argument("--partitions", type=int, default=365)
     parser.add_argument("--commits", type=int, default=100)
     args = parser.parse_args()
-    for r in run(args.partitions, args.commits):
-        print(json.dumps({**r.__dict__, "ratio": r.ratio}))
+    print_results(run(args.partitions, args.commits))

@@ -33,11 +33,11 @@ telemetry:
 concurrency:
   pools:
     default_limit: 1
-run_queue:
-  tag_concurrency_limits:
-    - key: mesh/engine
-      value: spark
-      limit: 2
+  runs:
+    tag_concurrency_limits:
+      - key: mesh/engine
+        value: spark
+        limit: 2
 """
 
 
