@@ -1,10 +1,15 @@
-"""``make bench``: run every benchmark and write BENCHMARKS.md (ratios against same-run baselines)."""
+"""``make bench``: run every benchmark and write BENCHMARKS.md (ratios against same-run baselines).
+
+``python -m bench --only writes`` re-measures one benchmark and keeps the others' last results.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import traceback
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,7 +48,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=SUITE)
     parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md")
     args = parser.parse_args()
-    results: list[Result] = []
+    store = ROOT / ".mesh" / "bench-results.json"
+    saved = json.loads(store.read_text()) if store.exists() and set(args.only) != set(SUITE) else {}
+    results: list[Result] = [Result(**row) for name in SUITE if name not in args.only for row in saved.get(name, [])]
     failures: dict[str, str] = {}
     for name in args.only:
         try:
@@ -52,11 +59,17 @@ def main() -> None:
             failures[name] = f"not available: {exc}"
             continue
         try:
-            results += module.run()
+            measured = module.run()
+            results += measured
+            saved[name] = [asdict(r) for r in measured]
             print(f"{name}: done")
         except Exception as exc:
             failures[name] = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_text(json.dumps(saved, indent=1))
+    order = {name: i for i, name in enumerate(SUITE)}
+    results.sort(key=lambda r: order.get(next((n for n, rows in saved.items() if asdict(r) in rows), ""), 99))
     args.output.write_text(render(results, failures))
     print(f"wrote {args.output}")
 

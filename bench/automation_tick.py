@@ -18,6 +18,7 @@ import dagster as dg
 
 from bench.common import Result, print_results
 from bench.definitions_load import write_mesh
+from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.definitions import build_definitions
 from mesh_assets.spec.discovery import load_all
 
@@ -47,14 +48,16 @@ def run(assets: int = 1000) -> list[Result]:
         write_mesh(root, assets)
         mesh = build_definitions(load_all(root), extra=[])
     mesh_assets = [a for a in mesh.assets or [] if isinstance(a, dg.AssetsDefinition)]
+    resources = {"mesh": MeshResource()}
     plain = dg.Definitions(
+        resources=resources,
         assets=[
             a.map_asset_specs(lambda s: s.replace_attributes(automation_condition=dg.AutomationCondition.eager()))
             for a in mesh_assets
         ]
         + [a for a in mesh.assets or [] if isinstance(a, dg.AssetSpec)]
     )
-    mesh = dg.Definitions(assets=mesh.assets)
+    mesh = dg.Definitions(assets=mesh.assets, resources=resources)
     root_key = dg.AssetKey(["d00", "raw"])
     mesh_idle, mesh_updated = measure(mesh, root_key)
     plain_idle, plain_updated = measure(plain, root_key)
