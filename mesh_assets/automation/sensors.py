@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dagster as dg
 
+from mesh_assets.automation.deadlines import build_deadline_sensor
 from mesh_assets.automation.observer import build_observer
 from mesh_assets.settings import get_settings
+from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.model import DataProduct
 
 ENGINE_TAG = "mesh/engine"
@@ -24,9 +26,9 @@ def automation_sensor(domain: str) -> dg.AutomationConditionSensorDefinition:
     )
 
 
-def domain_sensors(domain: str, products: list[DataProduct]) -> list[dg.SensorDefinition]:
+def domain_sensors(domain: str, products: list[DataProduct], catalog: Catalog) -> list[dg.SensorDefinition]:
     sensors: list[dg.SensorDefinition] = [automation_sensor(domain)] if any(p.transformations for p in products) else []
-    observer = build_observer(domain, products)
-    if observer is not None:
-        sensors.append(observer)
+    for extra in (build_observer(domain, products), build_deadline_sensor(domain, products, catalog)):
+        if extra is not None:
+            sensors.append(extra)
     return sensors

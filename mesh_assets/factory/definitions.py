@@ -57,7 +57,7 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.PreviewWarning)
         selected = {name: s for name, s in domains.items() if only is None or name in only}
         assets = [a for s in selected.values() for a in assets_for(s, catalog)]
-        sensors = [sensor for name, s in selected.items() for sensor in domain_sensors(name, list(s.products))]
+        sensors = [sensor for name, s in selected.items() for sensor in domain_sensors(name, list(s.products), catalog)]
     return dg.Definitions(assets=assets, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
 
 

@@ -1,0 +1,71 @@
+"""Input freshness and timeout: late inputs flag the consumer partition and tell its owner, once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets.automation.deadlines import evaluate_deadlines
+from mesh_assets.spec.catalog import Catalog
+from mesh_assets.spec.discovery import load_all
+
+DOMAINS = Path(__file__).resolve().parents[2] / "domains"
+CONSUMER = dg.AssetKey(["courier", "courier_distances_points_intermediate"])
+
+
+@pytest.fixture
+def receiver(monkeypatch):
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            return
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("MESH_ALERT_WEBHOOK_COURIER", f"http://127.0.0.1:{server.server_port}/")
+    yield received
+    server.shutdown()
+
+
+def test_late_input_flags_the_partition_once_and_alerts_the_owner(receiver):
+    domains = load_all(DOMAINS)
+    catalog = Catalog(domains, [])
+    products = [p for p in domains["courier"].products]
+    instance = dg.DagsterInstance.ephemeral()
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(dg.AssetKey(["central", "order_descriptors"]), partition="2021-06-01")
+    )
+
+    early = evaluate_deadlines(instance, products, catalog, None, datetime(2021, 6, 3, 7))
+    flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in early.asset_events}
+    assert flagged == set()
+
+    tick = evaluate_deadlines(instance, products, catalog, early.cursor, datetime(2021, 6, 3, 9))
+    flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in tick.asset_events}
+    assert flagged == {(CONSUMER, "2021-06-02", "late"), (CONSUMER, "2021-06-02", "timed_out")}
+    event = tick.asset_events[0]
+    assert event.metadata["late_input"].value == "central.order_descriptors"
+    assert event.metadata["missing_input_partitions"].value == ["2021-06-02"]
+    assert len(receiver) == 2
+    alert = receiver[0]["mesh"]
+    assert (alert["domain"], alert["table"], alert["partitions"]) == (
+        "courier",
+        "courier_distances_points_intermediate",
+        ["2021-06-02"],
+    )
+    assert "central.order_descriptors" in alert["message"]
+
+    again = evaluate_deadlines(instance, products, catalog, tick.cursor, datetime(2021, 6, 3, 10))
+    assert again.asset_events == [] and len(receiver) == 2
