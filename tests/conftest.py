@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import dagster as dg
@@ -37,3 +40,27 @@ def spark(mesh_home: Path):
     session = get_spark()
     yield session
     stop_spark()
+
+
+@pytest.fixture
+def webhook(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[dict], Callable[[str], None]]]:
+    """A chat-webhook receiver on 127.0.0.1; ``point(domain)`` routes that domain's alerts to it."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def point(domain: str) -> None:
+        monkeypatch.setenv(f"MESH_ALERT_WEBHOOK_{domain.upper()}", f"http://127.0.0.1:{server.server_port}/hook")
+
+    yield received, point
+    server.shutdown()

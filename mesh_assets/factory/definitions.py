@@ -72,8 +72,9 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
 
     The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
     """
-    defs = build_definitions(load_all(domains_dir or get_settings().domains_dir))
-    if dbt is False or (dbt is None and (domains_dir is not None or not tool_tables())):
+    extra = tool_tables()
+    defs = build_definitions(load_all(domains_dir or get_settings().domains_dir), extra=extra)
+    if dbt is False or (dbt is None and (domains_dir is not None or not extra)):
         return defs
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
 

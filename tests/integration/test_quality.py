@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import uuid
 from datetime import date
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import dagster as dg
@@ -190,28 +187,12 @@ def test_consumer_waits_for_quality_unless_it_ignores_it(qa):
     assert qa.rows("daily_totals_lenient", day) == [(3, 60)]
 
 
-def test_failed_blocking_check_alerts_the_domain_channel(qa, monkeypatch):
-    received: list[dict] = []
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            return
-
-    server = HTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("MESH_ALERT_WEBHOOK_QA", f"http://127.0.0.1:{server.server_port}/hook")
-    try:
-        day = "2024-01-25"
-        qa.land(day, [*GOOD, (None, "a", 1)])
-        result = qa.run(CLEAN, day)
-    finally:
-        server.shutdown()
+def test_failed_blocking_check_alerts_the_domain_channel(qa, webhook):
+    received, point = webhook
+    point("qa")
+    day = "2024-01-25"
+    qa.land(day, [*GOOD, (None, "a", 1)])
+    result = qa.run(CLEAN, day)
     assert not result.success
     assert len(received) == 1
     alert = received[0]["mesh"]

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 from mesh_assets.automation.deadlines import evaluate_deadlines
 from mesh_assets.spec.catalog import Catalog
@@ -19,27 +15,9 @@ DOMAINS = Path(__file__).resolve().parents[2] / "domains"
 CONSUMER = dg.AssetKey(["courier", "courier_distances_points_intermediate"])
 
 
-@pytest.fixture
-def receiver(monkeypatch):
-    received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            return
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("MESH_ALERT_WEBHOOK_COURIER", f"http://127.0.0.1:{server.server_port}/")
-    yield received
-    server.shutdown()
-
-
-def test_late_input_flags_the_partition_once_and_alerts_the_owner(receiver):
+def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
+    receiver, point = webhook
+    point("courier")
     domains = load_all(DOMAINS)
     catalog = Catalog(domains, [])
     products = [p for p in domains["courier"].products]
