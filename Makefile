@@ -8,7 +8,7 @@ DBT_MANIFEST := dbt_project/target/manifest.json
 export MESH_PROJECT_ROOT := $(CURDIR)
 export DAGSTER_HOME ?= $(CURDIR)/.mesh/dagster
 
-.PHONY: setup demo dev test test-fast bench lint clean
+.PHONY: setup services demo dev test test-fast bench lint clean
 
 setup: $(STAMP) $(JARS) $(DBT_MANIFEST)
 
@@ -25,6 +25,9 @@ $(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
 $(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/models dbt_project/macros -type f)
 	$(BIN)/python -m mesh_assets.dbt.prepare
 
+services:
+	scripts/install-services.sh
+
 demo: setup
 	$(BIN)/mesh demo
 
@@ -32,7 +35,7 @@ dev: setup
 	$(BIN)/mesh setup
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
-test: setup
+test: setup services
 	$(BIN)/pytest
 
 test-fast: setup
