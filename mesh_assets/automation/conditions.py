@@ -6,7 +6,8 @@ A partition is requested when
   partition was last requested or updated (``since_last_handled``: never twice for one upstream state);
 - every input partition its window maps to is published: ``~any_deps_match(missing)``, so a daily output
   reading an hourly input needs all 24 hours (``all_deps_match`` would accept a day with any one hour);
-- no input partition it reads has a current failed blocking check (inputs with ``ignore_quality`` skip this);
+- every blocking check of the input partitions it reads passed on their current data: a failed check, or one
+  not yet run (an external table's check run still pending), holds it back (``ignore_quality`` inputs skip this);
 - the product's ``cron`` (if any) ticked since the partition was last handled: cron is the earliest start;
 - neither it nor an input is being written (``in_progress``).
 
@@ -80,8 +81,8 @@ def output_condition(
         (~AC.any_deps_match(AC.missing() & ~AC.will_be_requested())).with_label("all_input_partitions_published"),
     ]
     if quality:
-        failed = AC.any_checks_match(AC.check_failed() & ~AC.will_be_requested(), blocking_only=True)
-        parts.append((~_only(AC.any_deps_match(failed), quality)).with_label("no_input_blocking_check_failed"))
+        unpassed = AC.any_checks_match(~AC.check_passed() & ~AC.will_be_requested(), blocking_only=True)
+        parts.append((~_only(AC.any_deps_match(unpassed), quality)).with_label("input_blocking_checks_passed"))
     condition = parts[0]
     for part in parts[1:]:
         condition = condition & part

@@ -3,7 +3,8 @@
 The cursor is ``{"<domain>.<table>": last version seen}``. Each tick reads only the commits after it,
 collects the partitions their ``add``/``remove`` actions name and reports each as a runless, partitioned
 ``AssetMaterialization`` (one per partition per tick, with the commit versions), so the automation
-sensors downstream react to external data the way they react to Mesh's own writes.
+sensors downstream react to external data the way they react to Mesh's own writes. A table with checks
+also gets one check run per reported partition; its consumers wait for that result.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dagster as dg
 
 from mesh_assets.automation.delta_log import new_commits, partition_key
 from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.external_checks import build_checks_job, checks_run_config
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.model import DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry
@@ -69,21 +71,51 @@ def observe(
     return events, cursor
 
 
+def check_requests(events: list[dg.AssetMaterialization], jobs: dict[dg.AssetKey, str]) -> list[dg.RunRequest]:
+    """One check run per table with checks, over the partitions this tick reported, keyed by the commits."""
+    by_table: dict[dg.AssetKey, list[dg.AssetMaterialization]] = {}
+    for event in events:
+        if event.asset_key in jobs:
+            by_table.setdefault(event.asset_key, []).append(event)
+    requests = []
+    for key, found in by_table.items():
+        domain, table = key.path
+        version = max(e.metadata["delta_version"].value for e in found)
+        partitions = [e.partition for e in found if e.partition is not None]
+        requests.append(
+            dg.RunRequest(
+                run_key=f"{key.to_user_string()}@{version}",
+                job_name=jobs[key],
+                run_config=checks_run_config(domain, table, partitions),
+                tags={"mesh/checks_of": key.to_user_string(), "mesh/partitions": ",".join(partitions)[:200]},
+            )
+        )
+    return requests
+
+
 def build_observer(domain: str, products: list[DataProduct]) -> dg.SensorDefinition | None:
     """The observer of ``domain``'s external tables; None when it has none."""
     products = [p for p in products if p.external]
     if not products:
         return None
     settings = get_settings().automation
+    jobs = {
+        dg.AssetKey([p.domain, ext.table]): job
+        for p in products
+        for ext in p.external
+        if (job := build_checks_job(p, ext)) is not None
+    }
 
     @dg.sensor(
         name=observer_name(domain),
         description=f"Reports new commits of {domain}'s external Delta tables as materializations.",
+        jobs=list(jobs.values()) or None,
         minimum_interval_seconds=settings.observer_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
     def _observer(context: dg.SensorEvaluationContext, mesh: MeshResource) -> dg.SensorResult:
         events, cursor = observe(products, mesh.registry, json.loads(context.cursor) if context.cursor else {})
-        return dg.SensorResult(asset_events=events, cursor=json.dumps(cursor, sort_keys=True))
+        requests = check_requests(events, {k: j.name for k, j in jobs.items()})
+        return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 
     return _observer

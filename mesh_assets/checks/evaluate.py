@@ -27,7 +27,7 @@ from mesh_assets.checks.spec import (
     VolumeAnomaly,
 )
 from mesh_assets.factory.sql import rewrite_tables
-from mesh_assets.spec.model import Output
+from mesh_assets.spec.model import ExternalTable, Output
 from mesh_assets.storage.partitions import PartitionRange, step
 
 PK = "__mesh_partition"
@@ -60,8 +60,8 @@ class CheckOutcome:
         return f"check {self.name}{where} failed{extra}"
 
 
-def checks_of(output: Output) -> list[CheckSpec]:
-    """The output's declared checks, plus a blocking schema contract when a contract is declared."""
+def checks_of(output: Output | ExternalTable) -> list[CheckSpec]:
+    """The table's declared checks, plus a blocking schema contract when a contract is declared."""
     checks = [c for c in output.checks if not isinstance(c, Freshness)]
     if output.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
         checks.append(SchemaContract())
@@ -74,7 +74,12 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 
 class _Evaluation:
     def __init__(
-        self, spark: SparkSession, output: Output, staged: DataFrame, part: PartitionRange | None, location: str | None
+        self,
+        spark: SparkSession,
+        output: Output | ExternalTable,
+        staged: DataFrame,
+        part: PartitionRange | None,
+        location: str | None,
     ):
         self.spark, self.output, self.part, self.location = spark, output, part, location
         self.keys = part.keys() if part else [UNPARTITIONED]
@@ -201,7 +206,7 @@ class _Evaluation:
         return [self.outcome(check, k, not drift, detail={"drift": drift}) for k in self.keys]
 
 
-def schema_drift(output: Output, df: DataFrame) -> list[str]:
+def schema_drift(output: Output | ExternalTable, df: DataFrame) -> list[str]:
     """Column-by-column differences between the output's contract and ``df``'s schema."""
     if output.contract is None:
         return []
@@ -222,7 +227,7 @@ def schema_drift(output: Output, df: DataFrame) -> list[str]:
 
 def evaluate(
     spark: SparkSession,
-    output: Output,
+    output: Output | ExternalTable,
     staged: DataFrame,
     part: PartitionRange | None,
     location: str | None = None,

@@ -17,7 +17,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 from pyspark.sql.types import StructType
 
 from mesh_assets.alerts.notify import Alert, run_url, send
-from mesh_assets.checks.evaluate import CheckOutcome, checks_of
+from mesh_assets.checks.results import check_specs, evaluation
 from mesh_assets.checks.spec import Freshness
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.compute import RunOutcome, run_output
@@ -83,20 +83,6 @@ def deps_for(product: DataProduct, t: PySparkTransformation | SqlTransformation,
     return deps
 
 
-def check_specs(key: dg.AssetKey, output: Output, part_def: dg.PartitionsDefinition | None) -> list[dg.AssetCheckSpec]:
-    return [
-        dg.AssetCheckSpec(
-            c.check_name,
-            asset=key,
-            blocking=c.blocking,
-            partitions_def=part_def,
-            description=f"{c.kind} ({c.severity})",
-            metadata={"mesh/check": c.model_dump_json()},
-        )
-        for c in checks_of(output)
-    ]
-
-
 def freshness_policy(output: Output) -> dg.FreshnessPolicy | None:
     """Dagster's freshness policy from a declared ``freshness`` check (evaluated by Dagster, not at write)."""
     for c in output.checks:
@@ -104,28 +90,6 @@ def freshness_policy(output: Output) -> dg.FreshnessPolicy | None:
             warn = timedelta(hours=c.warn_lag_hours) if c.warn_lag_hours else None
             return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=c.max_lag_hours), warn_window=warn)
     return None
-
-
-def _evaluation(
-    key: dg.AssetKey, outcome: CheckOutcome, target: AssetCheckEvaluationTargetMaterializationData | None = None
-) -> dg.AssetCheckEvaluation:
-    metadata: dict[str, Any] = {"failing_rows": outcome.failing_rows}
-    if outcome.sample:
-        metadata["failing_sample"] = dg.MetadataValue.json(outcome.sample)
-    metadata.update({k: v for k, v in outcome.detail.items() if isinstance(v, int | float | str)})
-    if outcome.detail.get("drift"):
-        metadata["drift"] = dg.MetadataValue.json(outcome.detail["drift"])
-    return dg.AssetCheckEvaluation(
-        asset_key=key,
-        check_name=outcome.name,
-        passed=outcome.passed,
-        metadata=metadata,
-        severity=dg.AssetCheckSeverity.ERROR if outcome.check.blocking else dg.AssetCheckSeverity.WARN,
-        blocking=outcome.check.blocking,
-        partition=outcome.partition,
-        description=None if outcome.passed else outcome.describe(),
-        target_materialization_data=target,
-    )
 
 
 def _targets(
@@ -257,9 +221,10 @@ def _publish(
         }
     if outcome.undeclared_names:
         common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
-    if outcome.failed:
+    if outcome.failed or outcome.blocked:
         problems = [o.describe() for failed in outcome.failed.values() for o in failed]
-        refused = sorted(p or "-" for p in outcome.failed)
+        problems += [f"partition {p} not computed: {', '.join(why)}" for p, why in sorted(outcome.blocked.items())]
+        refused = sorted(p or "-" for p in {*outcome.failed, *outcome.blocked})
         published = list(result.partition_rows.items()) if result else []
         for partition, rows in published:
             yield dg.AssetMaterialization(
@@ -267,7 +232,7 @@ def _publish(
             )
         targets = _targets(context, key, [p for p, _ in published]) if published else {}
         for check_outcome in outcome.outcomes:
-            context.log_event(_evaluation(key, check_outcome, targets.get(check_outcome.partition)))
+            context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))
         # Yielding (not only logging) flushes the check evaluations before the step fails.
         yield dg.AssetObservation(
             asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
@@ -287,7 +252,7 @@ def _publish(
     yield dg.MaterializeResult(asset_key=key, metadata=common)
     targets = _targets(context, key, list(result.partition_rows) or [None])
     for check_outcome in outcome.outcomes:
-        context.log_event(_evaluation(key, check_outcome, targets.get(check_outcome.partition)))
+        context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))
 
 
 def build_external_spec(product: DataProduct, ext: ExternalTable) -> dg.AssetSpec:

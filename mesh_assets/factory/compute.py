@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
 from typing import Any
@@ -133,13 +133,19 @@ class RunOutcome:
     """Locations the computation actually read (from Spark's plan); ``None`` when not observable."""
     undeclared_reads: tuple[str, ...] = ()
     undeclared_names: tuple[str, ...] = ()
+    blocked: dict[str | None, list[str]] = field(default_factory=dict)
+    """Partitions not computed because an input partition they read failed a blocking check."""
 
 
 def blocked_upstream(
     instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
-) -> list[str]:
-    """Upstream partitions whose latest blocking check failed (inputs with ``ignore_quality`` skip this)."""
-    blocked = []
+) -> dict[str | None, list[str]]:
+    """Output partitions (``None`` when unpartitioned) whose input partitions failed a blocking check.
+
+    Inputs with ``ignore_quality`` skip this. Each output partition is judged by its own window, so a range
+    run refuses only the partitions that would read refused data.
+    """
+    blocked: dict[str | None, list[str]] = {}
     for inp in t.inputs.values():
         upstream = catalog.get(*inp.ref(product.domain))
         if upstream is None or inp.ignore_quality or not upstream.blocking_checks:
@@ -150,11 +156,22 @@ def blocked_upstream(
         infos = instance.event_log_storage.get_asset_check_partition_info(
             [dg.AssetCheckKey(asset, name) for name in upstream.blocking_checks], partition_keys=keys
         )
-        for info in infos:
-            if info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED:
-                where = f" {info.partition_key}" if info.partition_key else ""
-                blocked.append(f"{upstream.ref}{where} (check {info.check_key.name} failed)")
-    return sorted(set(blocked))
+        failed = {
+            info.partition_key: f"{upstream.ref}{f' {info.partition_key}' if info.partition_key else ''} "
+            f"(check {info.check_key.name} failed)"
+            for info in infos
+            if info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED
+        }
+        if not failed:
+            continue
+        outputs = [None] if part is None else part.values()
+        for value in outputs:
+            window = input_range(inp, upstream, part.single(value)) if part is not None and value else None
+            reads = {format_key(v, window.kind) for v in window.values()} if window else None
+            reasons = [why for key, why in failed.items() if reads is None or key is None or key in reads]
+            if reasons:
+                blocked.setdefault(format_key(value, part.kind) if part and value else None, []).extend(reasons)
+    return {k: sorted(set(v)) for k, v in blocked.items()}
 
 
 def run_output(
@@ -175,19 +192,19 @@ def run_output(
             metadata={"missing_upstream_partitions": missing},
         )
     blocked = blocked_upstream(context.instance, product, t, catalog, part)
-    if blocked:
+    runnable = [v for v in part.values() if format_key(v, part.kind) not in blocked] if part else []
+    if blocked and not runnable:
+        reasons = sorted({why for whys in blocked.values() for why in whys})
         raise dg.Failure(
-            description=f"{info.ref}: upstream partitions failed blocking checks: {', '.join(blocked)}",
-            metadata={"blocked_upstream_partitions": blocked},
+            description=f"{info.ref}: upstream partitions failed blocking checks: {', '.join(reasons)}",
+            metadata={"blocked_upstream_partitions": reasons},
         )
     spark, registry = mesh.spark, mesh.registry
     run_id = context.run.run_id
     if part is None or t.range_aware:
         df = transform(spark, registry, product, t, catalog, part, context.log, run_id)
     else:
-        parts = [
-            transform(spark, registry, product, t, catalog, part.single(v), context.log, run_id) for v in part.values()
-        ]
+        parts = [transform(spark, registry, product, t, catalog, part.single(v), context.log, run_id) for v in runnable]
         df = reduce(lambda a, b: a.unionByName(b), parts)
     location = registry.location(product.domain, t.output.table)
     reads = read_locations(df)
@@ -199,23 +216,23 @@ def run_output(
     seen = {"reads": reads, "undeclared_reads": undeclared, "undeclared_names": names}
     staged = stage(df)
     try:
-        outcomes = evaluate(spark, t.output, staged, part, location)
+        outcomes = [o for o in evaluate(spark, t.output, staged, part, location) if o.partition not in blocked]
         failed = failed_partitions(outcomes)
         if part is None and None in failed:
-            return RunOutcome(None, part, outcomes, failed, **seen)
-        publish = [v for v in part.values() if format_key(v, part.kind) not in failed] if part else None
+            return RunOutcome(None, part, outcomes, failed, blocked=blocked, **seen)
+        publish = [v for v in runnable if format_key(v, part.kind) not in failed] if part else None
         if publish == []:
-            return RunOutcome(None, part, outcomes, failed, **seen)
+            return RunOutcome(None, part, outcomes, failed, blocked=blocked, **seen)
         result = commit(
             spark,
             staged,
             location,
             partition_column=t.output.partition_column if part else None,
             partitions=part,
-            publish=publish if failed else None,
+            publish=publish if failed or blocked else None,
             commit_info={"dagster_run_id": run_id, "asset": info.ref},
         )
     finally:
         staged.unpersist()
     registry.register(spark, product.domain, t.output.table)
-    return RunOutcome(result, part, outcomes, failed, **seen)
+    return RunOutcome(result, part, outcomes, failed, blocked=blocked, **seen)

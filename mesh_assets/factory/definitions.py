@@ -15,6 +15,7 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.assets import RESOURCE_KEY, build_external_spec, build_output_asset
+from mesh_assets.factory.external_checks import build_external_checks
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import DomainSpecs, load_all
@@ -31,6 +32,12 @@ def assets_for(specs: DomainSpecs, catalog: Catalog) -> list[dg.AssetsDefinition
         ]
         out += [build_external_spec(product, e) for e in product.external]
     return out
+
+
+def checks_for(specs: DomainSpecs) -> list[dg.AssetChecksDefinition]:
+    """Executable checks of the domain's external tables (its outputs' checks run inside their assets)."""
+    found = (build_external_checks(p, e) for p in specs.products for e in p.external)
+    return [c for c in found if c is not None]
 
 
 def tool_tables() -> list[TableInfo]:
@@ -57,8 +64,9 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.PreviewWarning)
         selected = {name: s for name, s in domains.items() if only is None or name in only}
         assets = [a for s in selected.values() for a in assets_for(s, catalog)]
+        checks = [c for s in selected.values() for c in checks_for(s)]
         sensors = [sensor for name, s in selected.items() for sensor in domain_sensors(name, list(s.products), catalog)]
-    return dg.Definitions(assets=assets, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
+    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
@@ -80,6 +88,7 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
 
     return dg.Definitions(
         assets=[*(defs.assets or []), build_dbt_assets()],
+        asset_checks=defs.asset_checks,
         sensors=defs.sensors,
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource()},
     )

@@ -33,11 +33,7 @@ class TableInfo:
 
 def blocking_checks(table: Output | ExternalTable) -> tuple[str, ...]:
     names = [c.check_name for c in table.checks if c.blocking and c.kind != "freshness"]
-    if (
-        isinstance(table, Output)
-        and table.contract is not None
-        and not any(c.kind == "schema_contract" for c in table.checks)
-    ):
+    if table.contract is not None and not any(c.kind == "schema_contract" for c in table.checks):
         names.append("schema_contract")
     return tuple(names)
 

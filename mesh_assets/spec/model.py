@@ -171,6 +171,7 @@ class ExternalTable(Strict):
     published: bool = True
     partitioning: Partitioning = "daily"
     partition_column: Identifier = "p_date"
+    contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
     line: int | None = None
 

@@ -187,6 +187,26 @@ def test_consumer_waits_for_quality_unless_it_ignores_it(qa):
     assert qa.rows("daily_totals_lenient", day) == [(3, 60)]
 
 
+def test_backfill_skips_only_the_consumer_partitions_that_read_refused_data(qa):
+    days = ["2024-01-24", "2024-01-25", "2024-01-26"]
+    for day in days:
+        qa.land(day, GOOD)
+    assert qa.run(CLEAN, start=days[0], end=days[-1]).success
+    qa.land(days[1], [*GOOD, (None, "a", 1)])
+    assert not qa.run(CLEAN, days[1]).success  # the middle day's new data is refused
+
+    backfill = qa.run(["qa", "daily_totals"], start=days[0], end=days[-1])
+    assert not backfill.success
+    assert f"partition {days[1]} not computed: qa.clean_events {days[1]} (check not_null_id failed)" in (
+        failure_message(backfill)
+    )
+    assert qa.rows("daily_totals", days[0]) == [(3, 60)]
+    assert qa.rows("daily_totals", days[1]) == []
+    assert qa.rows("daily_totals", days[2]) == [(3, 60)]
+    materialized = qa.instance.get_materialized_partitions(dg.AssetKey(["qa", "daily_totals"]))
+    assert days[0] in materialized and days[2] in materialized and days[1] not in materialized
+
+
 def test_failed_blocking_check_alerts_the_domain_channel(qa, webhook):
     received, point = webhook
     point("qa")

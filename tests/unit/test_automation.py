@@ -195,3 +195,10 @@ def test_a_day_needs_all_its_hours_and_a_republished_hour_reruns_it(ticker: Tick
 def test_the_latest_hours_do_not_request_an_unfinished_day(ticker: Ticker) -> None:
     ticker.publish(RAW_HOURLY, "2024-01-10-00:00")
     assert ticker.tick() == {}
+
+
+def test_a_partition_waits_until_its_input_checks_have_run(ticker: Ticker) -> None:
+    ticker.publish(CLEAN, "2024-01-09", check_passed=None)  # published, its blocking check not yet run
+    assert ticker.tick() == {"down/relaxed": {"2024-01-09"}}
+    ticker.check("2024-01-09", passed=True)
+    assert ticker.tick()["down/report"] == {"2024-01-09"}
