@@ -17,6 +17,7 @@ import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, send
 from mesh_assets.factory.compute import input_range
+from mesh_assets.factory.partitions import complete_days
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.model import DataProduct
@@ -41,7 +42,9 @@ def late_inputs(
                 upstream = catalog.get(*inp.ref(product.domain))
                 if not limits or upstream is None:
                     continue
-                done = instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table]))
+                done = complete_days(
+                    instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table])), upstream
+                )
                 closed = now.replace(minute=0, second=0, microsecond=0)
                 if kind == "daily":
                     closed = closed.replace(hour=0)

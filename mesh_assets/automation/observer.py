@@ -16,6 +16,7 @@ import dagster as dg
 from mesh_assets.automation.delta_log import new_commits, partition_key
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.external_checks import build_checks_job, checks_run_config
+from mesh_assets.factory.partitions import region_key
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.model import DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry
@@ -41,9 +42,16 @@ def observe_table(
             versions.setdefault(None, []).append(commit.version)
             continue
         for values in commit.partitions:
-            key = partition_key(dict(values).get(ext.partition_column), ext.partitioning)
-            if key is not None and key[:10] >= product.start_date.isoformat():
-                versions.setdefault(key, []).append(commit.version)
+            found = dict(values)
+            key = partition_key(found.get(ext.partition_column), ext.partitioning)
+            if key is None or key[:10] < product.start_date.isoformat():
+                continue
+            if ext.regions:
+                region = found.get(ext.region_column)
+                if region not in ext.regions:
+                    continue  # a region the table does not declare: not a partition consumers wait for
+                key = region_key(key, region)
+            versions.setdefault(key, []).append(commit.version)
     events = [
         dg.AssetMaterialization(
             asset_key=asset_key,

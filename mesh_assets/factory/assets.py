@@ -267,5 +267,5 @@ def build_external_spec(product: DataProduct, ext: ExternalTable) -> dg.AssetSpe
             **product_metadata(product, ext.line),
             "partition_column": ext.partition_column if ext.partitioning != "none" else "-",
         },
-        partitions_def=partitions_def(ext.partitioning, product.start_date),
+        partitions_def=partitions_def(ext.partitioning, product.start_date, ext.regions),
     )

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from mesh_assets.checks.evaluate import CheckOutcome, evaluate, failed_partitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.context import ProductContext
+from mesh_assets.factory.partitions import region_key
 from mesh_assets.factory.sql import rewrite_tables, view_name
 from mesh_assets.lineage.capture import read_locations, table_name, undeclared_reads
 from mesh_assets.spec.catalog import Catalog, TableInfo
@@ -152,6 +153,8 @@ def blocked_upstream(
             continue
         needed = input_range(inp, upstream, part)
         keys = [format_key(v, needed.kind) for v in needed.values()] if needed else None
+        if keys and upstream.regions:
+            keys = [region_key(k, r) for k in keys for r in upstream.regions]
         asset = dg.AssetKey([upstream.domain, upstream.table])
         infos = instance.event_log_storage.get_asset_check_partition_info(
             [dg.AssetCheckKey(asset, name) for name in upstream.blocking_checks], partition_keys=keys
@@ -168,7 +171,7 @@ def blocked_upstream(
         for value in outputs:
             window = input_range(inp, upstream, part.single(value)) if part is not None and value else None
             reads = {format_key(v, window.kind) for v in window.values()} if window else None
-            reasons = [why for key, why in failed.items() if reads is None or key is None or key in reads]
+            reasons = [why for key, why in failed.items() if reads is None or key is None or key.split("|")[0] in reads]
             if reasons:
                 blocked.setdefault(format_key(value, part.kind) if part and value else None, []).extend(reasons)
     return {k: sorted(set(v)) for k, v in blocked.items()}

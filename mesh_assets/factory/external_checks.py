@@ -8,6 +8,7 @@ gate on it exactly as on a Mesh output's checks.
 """
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import dagster as dg
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 from mesh_assets.checks.evaluate import checks_of, evaluate
 from mesh_assets.checks.results import check_specs, evaluation
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.partitions import partitions_def
+from mesh_assets.factory.partitions import partitions_def, region_key
 from mesh_assets.spec.model import DataProduct, ExternalTable
 from mesh_assets.storage.partitions import PartitionRange, parse_key
 
@@ -29,7 +30,7 @@ RESOURCE_KEY = "mesh"
 
 def external_check_specs(product: DataProduct, ext: ExternalTable) -> list[dg.AssetCheckSpec]:
     key = dg.AssetKey([product.domain, ext.table])
-    return check_specs(key, ext, partitions_def(ext.partitioning, product.start_date))
+    return check_specs(key, ext, partitions_def(ext.partitioning, product.start_date, ext.regions))
 
 
 def checks_job_name(domain: str, table: str) -> str:
@@ -72,6 +73,21 @@ def _target(
     )
 
 
+def _by_region(ext: ExternalTable, wanted: list[str | None]) -> dict[str | None, list[str | None]]:
+    """Requested partitions grouped by region (``None`` for a table without regions), validated."""
+    grouped: dict[str | None, list[str | None]] = {}
+    for key in wanted:
+        region = None
+        if key is not None and ext.regions:
+            key, _, region = key.partition("|")
+            if region not in ext.regions:
+                raise dg.Failure(description=f"{key}|{region}: {region!r} is not a region of {ext.table}")
+        if key is not None:
+            parse_key(key, ext.partitioning)
+        grouped.setdefault(region, []).append(key)
+    return grouped
+
+
 def build_external_checks(product: DataProduct, ext: ExternalTable) -> dg.AssetChecksDefinition | None:
     """The executable checks of one external table; None when it declares none.
 
@@ -97,22 +113,25 @@ def build_external_checks(product: DataProduct, ext: ExternalTable) -> dg.AssetC
         location = mesh.registry.location(product.domain, ext.table)
         selected = {k.name for k in context.selected_asset_check_keys}
         checks = [c for c in checks_of(ext) if c.check_name in selected]
-        df = spark.read.format("delta").load(location)
+        table = spark.read.format("delta").load(location)
         wanted: list[str | None] = [None]
-        part = None
         if ext.partitioning != "none":
             wanted = sorted(context.op_execution_context.op_config["partitions"])
             if not wanted:
                 raise dg.Failure(description=f"no partitions of {product.domain}.{ext.table} to check")
-            for partition in wanted:
-                parse_key(partition, ext.partitioning)
-            part = PartitionRange.from_keys(ext.partitioning, wanted[0], wanted[-1])
-            values = [part.literal(parse_key(p, ext.partitioning)) for p in wanted]
-            df = df.where(F.col(ext.partition_column).isin(values))
-        outcomes = [o for o in evaluate(spark, ext, df, part, location, checks) if o.partition in wanted]
-        targets = {p: _target(context.instance, key, p) for p in wanted}
-        for outcome in outcomes:
-            context.op_execution_context.log_event(evaluation(key, outcome, targets[outcome.partition]))
+        for region, keys in _by_region(ext, wanted).items():
+            df = table if region is None else table.where(F.col(ext.region_column) == F.lit(region))
+            part = None
+            if ext.partitioning != "none":
+                part = PartitionRange.from_keys(ext.partitioning, min(keys), max(keys))
+                values = [part.literal(parse_key(k, ext.partitioning)) for k in keys]
+                df = df.where(F.col(ext.partition_column).isin(values))
+            for outcome in evaluate(spark, ext, df, part, location, checks):
+                if outcome.partition not in keys:
+                    continue
+                partition = region_key(outcome.partition, region) if region else outcome.partition
+                target = _target(context.instance, key, partition)
+                context.op_execution_context.log_event(evaluation(key, replace(outcome, partition=partition), target))
         yield from ()
 
     return _checks

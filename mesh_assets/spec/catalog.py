@@ -25,6 +25,7 @@ class TableInfo:
     blocking_checks: tuple[str, ...]
     source_file: Path | None
     line: int | None
+    regions: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -70,6 +71,7 @@ def tables_of(product: DataProduct) -> list[TableInfo]:
             blocking_checks(e),
             product.source_file,
             e.line,
+            e.regions or (),
         )
         for e in product.external
     ]

@@ -171,9 +171,22 @@ class ExternalTable(Strict):
     published: bool = True
     partitioning: Partitioning = "daily"
     partition_column: Identifier = "p_date"
+    regions: tuple[Identifier, ...] | None = None
+    """Landed per region as well as per day (each region at its own midnight): a day is complete only when
+    every region's partition is published."""
+    region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
     line: int | None = None
+
+    @model_validator(mode="after")
+    def _regions_are_daily(self) -> ExternalTable:
+        if self.regions is not None:
+            if self.partitioning != "daily":
+                raise ValueError("a table partitioned by region must also be partitioned daily")
+            if not self.regions or len(set(self.regions)) != len(self.regions):
+                raise ValueError("regions must be a non-empty list of distinct names")
+        return self
 
 
 class DataProduct(Strict):

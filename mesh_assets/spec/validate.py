@@ -68,6 +68,16 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
                         f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'",
                     )
                 )
+            if info.regions and (inp.window.kind == "last" or out.partitioning == "hourly"):
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.window",
+                        f"{domain}.{table} is partitioned by date and region; a daily output reads it by 'same' "
+                        "(a day's regions) or 'all'",
+                    )
+                )
             if out.partitioning == "daily" and info.partitioning == "hourly" and inp.window.kind == "last":
                 errors.append(
                     _err(

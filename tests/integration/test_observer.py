@@ -15,6 +15,7 @@ from mesh_assets.spec.model import DataProduct, ExternalTable
 
 pytestmark = pytest.mark.spark
 
+EVENTS = dg.AssetKey(["central", "raw_order_events"])
 PRODUCT = DataProduct(
     domain="central",
     name="order_events",
@@ -25,11 +26,16 @@ PRODUCT = DataProduct(
 )
 
 
-def _tick(sensor: dg.SensorDefinition, mesh: MeshResource, cursor: str | None) -> tuple[list[str], str | None]:
+def _tick(
+    sensor: dg.SensorDefinition,
+    mesh: MeshResource,
+    cursor: str | None,
+    asset: dg.AssetKey = EVENTS,
+) -> tuple[list[str], str | None]:
     with dg.build_sensor_context(cursor=cursor, resources={"mesh": mesh}) as context:
         result = sensor(context)
     keys = [e.partition for e in result.asset_events]
-    assert all(e.asset_key == dg.AssetKey(["central", "raw_order_events"]) for e in result.asset_events)
+    assert all(e.asset_key == asset for e in result.asset_events)
     return keys, result.cursor
 
 
@@ -60,3 +66,28 @@ def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_
     assert keys == ["2021-06-01-02:00", "2021-06-01-03:00", "2021-06-01-04:00"]
     assert json.loads(cursor) == {"central.raw_order_events": 3}
     assert _tick(sensor, mesh, cursor) == ([], cursor)
+
+
+def test_regional_commits_are_reported_per_day_and_region(spark, tmp_path) -> None:
+    product = DataProduct(
+        domain="courier",
+        name="shifts",
+        owner="team:courier",
+        contacts=[{"kind": "chat", "value": "#courier"}],
+        start_date="2021-06-01",
+        external=(ExternalTable(table="raw_shifts", regions=("apac", "eu", "latam")),),
+    )
+    mesh = MeshResource(warehouse=str(tmp_path / "wh"))
+    sensor = build_observer("courier", [product])
+    location = mesh.registry.location("courier", "raw_shifts")
+
+    def land(rows: list[tuple]) -> None:
+        df = spark.createDataFrame(rows, "courier_id long, region string, p_date date")
+        df.write.format("delta").mode("append").partitionBy("p_date", "region").save(location)
+
+    day = datetime(2021, 6, 1).date()
+    land([(1, "eu", day), (2, "latam", day), (3, "mars", day)])  # Europe's and LatAm's midnights
+    keys, cursor = _tick(sensor, mesh, None, dg.AssetKey(["courier", "raw_shifts"]))
+    assert keys == ["2021-06-01|eu", "2021-06-01|latam"]  # an undeclared region is no partition
+    land([(4, "apac", day)])
+    assert _tick(sensor, mesh, cursor, dg.AssetKey(["courier", "raw_shifts"]))[0] == ["2021-06-01|apac"]

@@ -23,6 +23,8 @@ from mesh_assets.spec.model import DataProduct, ExternalTable, Input, Output, Py
 START = date(2024, 1, 1)
 CLEAN = dg.AssetKey(["up", "clean"])
 RAW_HOURLY = dg.AssetKey(["up", "raw_hourly"])
+RAW_REGIONAL = dg.AssetKey(["up", "raw_regional"])
+REGIONS = ("apac", "eu", "latam")
 CHECK = dg.AssetCheckKey(CLEAN, "not_null_id")
 
 
@@ -47,7 +49,10 @@ def build_defs() -> dg.Definitions:
         "up",
         "up",
         [(Output(table="clean", published=True, checks=(NotNull(columns=("id",)),)), {})],
-        external=(ExternalTable(table="raw_hourly", partitioning="hourly", partition_column="p_hour"),),
+        external=(
+            ExternalTable(table="raw_hourly", partitioning="hourly", partition_column="p_hour"),
+            ExternalTable(table="raw_regional", regions=REGIONS),
+        ),
     )
     down = _product(
         "down",
@@ -56,6 +61,7 @@ def build_defs() -> dg.Definitions:
             (Output(table="report"), {"clean": _same("up.clean")}),
             (Output(table="relaxed"), {"clean": _same("up.clean", ignore_quality=True)}),
             (Output(table="rollup"), {"raw_hourly": _same("up.raw_hourly")}),
+            (Output(table="regional_rollup"), {"raw_regional": _same("up.raw_regional")}),
         ],
     )
     latest = _product(
@@ -202,3 +208,15 @@ def test_a_partition_waits_until_its_input_checks_have_run(ticker: Ticker) -> No
     assert ticker.tick() == {"down/relaxed": {"2024-01-09"}}
     ticker.check("2024-01-09", passed=True)
     assert ticker.tick()["down/report"] == {"2024-01-09"}
+
+
+def test_a_day_of_a_regional_table_needs_every_region_and_a_late_region_reruns_it(ticker: Ticker) -> None:
+    day = "2024-01-08"
+    for region in REGIONS[:2]:  # each region lands at its own midnight
+        ticker.publish(RAW_REGIONAL, str(dg.MultiPartitionKey({"date": day, "region": region})))
+        assert "down/regional_rollup" not in ticker.tick()
+    ticker.publish(RAW_REGIONAL, str(dg.MultiPartitionKey({"date": day, "region": REGIONS[2]})))
+    assert ticker.tick() == {"down/regional_rollup": {day}}
+    assert ticker.tick() == {}
+    ticker.publish(RAW_REGIONAL, str(dg.MultiPartitionKey({"date": day, "region": "eu"})))  # eu re-lands
+    assert ticker.tick() == {"down/regional_rollup": {day}}

@@ -129,21 +129,28 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
     assert errors_of("windows", monkeypatch) == [
         E(
             "sales/windows.yaml",
-            12,
+            14,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
         E(
             "sales/windows.yaml",
-            16,
+            18,
             "tables.1.inputs.raw_clicks.window",
             "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
         ),
         E(
             "sales/windows.yaml",
-            20,
+            22,
             "tables.2.inputs.raw_orders.window",
             "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
+        ),
+        E(
+            "sales/windows.yaml",
+            28,
+            "tables.3.inputs.raw_shifts.window",
+            "sales.raw_shifts is partitioned by date and region; a daily output reads it by 'same' "
+            "(a day's regions) or 'all'",
         ),
     ]
 
