@@ -38,7 +38,7 @@ def checks_job_name(domain: str, table: str) -> str:
 
 
 def checks_op_name(domain: str, table: str) -> str:
-    return f"{domain}__{table}__checks"
+    return f"check_{domain}__{table}"
 
 
 def checks_run_config(domain: str, table: str, partitions: list[str]) -> dict[str, Any]:

@@ -84,3 +84,12 @@ def test_asset_graph_matches_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
         "the asset graph changed; if intended, regenerate with "
         "MESH_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/unit/test_asset_graph_snapshot.py"
     )
+
+
+@pytest.mark.parametrize("location", sorted(p.parent.name for p in (ROOT / "domains").glob("*/definitions.py")))
+def test_every_code_location_loads_as_the_daemon_loads_it(location: str) -> None:
+    """What a code server does on start: every job, op and sensor resolves without a name clash."""
+    import runpy
+
+    module = runpy.run_path(str(ROOT / "domains" / location / "definitions.py"))
+    dg.Definitions.validate_loadable(module["defs"])

@@ -8,15 +8,20 @@ and checked against a minimal schema written here from the OpenLineage 2-0-2 Run
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import jsonschema
+import pytest
 from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.serde import Serde
 
-from mesh_assets.lineage.emit import DailyFileTransport, emit
+from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event, dataset_name, run_uuid
 from mesh_assets.lineage.graph import graph_from_events, read_events
+from mesh_assets.settings import MeshSettings
 
 FACET = {"type": "object", "required": ["_producer", "_schemaURL"]}
 DATASET = {
@@ -159,3 +164,52 @@ def test_mermaid(tmp_path):
     assert sum("-->" in line for line in lines) == 2
     assert any('[("/wh/food_delivery/orders")]' in line for line in lines)
     assert any('["food_delivery.orders_7_days"]' in line for line in lines)
+
+
+def test_http_transport_posts_to_a_marquez_style_endpoint(monkeypatch):
+    received: list[tuple[str, dict]] = []
+
+    class Marquez(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            self.send_response(201)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = HTTPServer(("127.0.0.1", 0), Marquez)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = MeshSettings(lineage={"transport": "http", "url": f"http://127.0.0.1:{server.server_port}"})
+        client = make_client(settings)
+        assert emit(client, build_event("COMPLETE", sql_run()))
+    finally:
+        server.shutdown()
+    [(path, event)] = received
+    assert path == "/api/v1/lineage"
+    jsonschema.validate(event, RUN_EVENT, format_checker=jsonschema.FormatChecker())
+    assert event["eventType"] == "COMPLETE" and event["job"]["name"] == "food_delivery.orders_7_days"
+
+
+def test_console_transport_logs_each_event():
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("openlineage.client.transport.console")
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        client = make_client(MeshSettings(lineage={"transport": "console"}))
+        assert emit(client, build_event("START", sql_run()))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    [record] = records
+    assert json.loads(record.getMessage())["eventType"] == "START"
+
+
+def test_http_transport_needs_a_url():
+    with pytest.raises(ValueError, match=r"lineage\.url is not set"):
+        make_client(MeshSettings(lineage={"transport": "http"}))
+    assert make_client(MeshSettings(lineage={"transport": "none"})) is None
