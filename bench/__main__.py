@@ -15,7 +15,15 @@ from pathlib import Path
 
 from bench.common import ROOT, Result, machine
 
-SUITE = ["definitions_load", "partition_overhead", "backfill", "writes", "observer_tick", "automation_tick"]
+SUITE = [
+    "definitions_load",
+    "partition_overhead",
+    "backfill",
+    "writes",
+    "observer_tick",
+    "automation_tick",
+    "demo_end_to_end",
+]
 
 
 def render(results: list[Result], failures: dict[str, str]) -> str:

@@ -55,7 +55,7 @@ def run(assets: int = 1000) -> list[Result]:
             a.map_asset_specs(lambda s: s.replace_attributes(automation_condition=dg.AutomationCondition.eager()))
             for a in mesh_assets
         ]
-        + [a for a in mesh.assets or [] if isinstance(a, dg.AssetSpec)]
+        + [a for a in mesh.assets or [] if isinstance(a, dg.AssetSpec)],
     )
     mesh = dg.Definitions(assets=mesh.assets, resources=resources)
     root_key = dg.AssetKey(["d00", "raw"])

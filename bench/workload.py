@@ -27,6 +27,24 @@ def _aggregate():
     return module.aggregate
 
 
+def raw_work(spark: SparkSession, events: str, out: str, first: str, last: str) -> None:
+    """The floor: the product's read, aggregation and partition-replacing write, with no orchestration."""
+    rng = PartitionRange.from_keys("daily", first, last)
+    window = (
+        spark.read.format("delta")
+        .load(events)
+        .where(F.col("p_date").between(F.lit(rng.start.date()), F.lit(rng.end.date())))
+    )
+    (
+        _aggregate()(window)
+        .write.format("delta")
+        .mode("overwrite")
+        .partitionBy("p_date")
+        .option("replaceWhere", replace_predicate("p_date", rng))
+        .save(out)
+    )
+
+
 class Workload:
     """A warehouse with ``days`` days of ``rows_per_day`` events, and ways to compute ``daily_work``."""
 
@@ -35,7 +53,6 @@ class Workload:
         self.days = days
         self.base = Path(tempfile.mkdtemp(prefix="mesh-bench-"))
         self.mesh = MeshResource(warehouse=str(self.base / "warehouse"))
-        self.aggregate = _aggregate()
         events = (
             spark.range(days * rows_per_day)
             .withColumn("p_date", F.date_add(F.lit(START), (F.col("id") / rows_per_day).cast("int")))
@@ -53,18 +70,7 @@ class Workload:
         return (START + timedelta(days=offset)).isoformat()
 
     def raw(self, first: int, last: int, table: str = "raw_work") -> None:
-        """The floor: the same read, aggregation and partition-replacing write, with no orchestration."""
-        rng = PartitionRange.from_keys("daily", self.key(first), self.key(last))
-        events = self.spark.read.format("delta").load(self.location("events"))
-        window = events.where(F.col("p_date").between(F.lit(rng.start.date()), F.lit(rng.end.date())))
-        (
-            self.aggregate(window)
-            .write.format("delta")
-            .mode("overwrite")
-            .partitionBy("p_date")
-            .option("replaceWhere", replace_predicate("p_date", rng))
-            .save(self.location(table))
-        )
+        raw_work(self.spark, self.location("events"), self.location(table), self.key(first), self.key(last))
 
     def materialize(self, first: int, last: int | None = None) -> None:
         tags = {}

@@ -37,9 +37,17 @@ def run_demo(
     start: date = DEMO_START,
     count: int = DEMO_DAYS,
 ) -> list[AssetSummary]:
-    """Land the sources, then run unpartitioned products and one single-run range over the partitioned ones."""
+    """Land the sources, materialize the mesh over them, and summarize what was published."""
     window = days(start, count)
     land_all(mesh.spark, mesh.registry, window)
+    keys = materialize_mesh(defs, instance, mesh, window[0], window[-1])
+    return summarize(instance, keys, mesh)
+
+
+def materialize_mesh(
+    defs: dg.Definitions, instance: dg.DagsterInstance, mesh: MeshResource, first: date, last: date
+) -> list[dg.AssetKey]:
+    """Unpartitioned products in one run, then one single-run range over every partitioned one."""
     assets = executable_assets(defs)
     unpartitioned = [k for a in assets for k in a.keys if a.partitions_def is None]
     partitioned = [k for a in assets for k in a.keys if a.partitions_def is not None]
@@ -61,12 +69,12 @@ def run_demo(
             selection=partitioned,
             run_config=QUIET,
             tags={
-                "dagster/asset_partition_range_start": window[0].isoformat(),
-                "dagster/asset_partition_range_end": window[-1].isoformat(),
+                "dagster/asset_partition_range_start": first.isoformat(),
+                "dagster/asset_partition_range_end": last.isoformat(),
                 "mesh/launched_by": "demo",
             },
         )
-    return summarize(instance, [*unpartitioned, *partitioned], mesh)
+    return [*unpartitioned, *partitioned]
 
 
 def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey], mesh: MeshResource) -> list[AssetSummary]:

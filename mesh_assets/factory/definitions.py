@@ -16,6 +16,7 @@ from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.assets import RESOURCE_KEY, build_external_spec, build_output_asset
 from mesh_assets.factory.external_checks import build_external_checks
+from mesh_assets.factory.notices import quiet_check_gating_notice
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import DomainSpecs, load_all
@@ -55,6 +56,7 @@ def build_definitions(
 ) -> dg.Definitions:
     """Validate, then build the assets of ``only`` (default: every domain)."""
     extra = tool_tables() if extra is None else extra
+    quiet_check_gating_notice()
     errors = validate(domains, only, extra)
     if errors:
         raise SpecValidationError(errors)

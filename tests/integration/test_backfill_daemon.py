@@ -1,0 +1,109 @@
+"""`mesh backfill --wait` against a real Dagster daemon: the launched backfill runs, and the CLI follows it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.instance.ref import InstanceRef
+from pyspark.sql import functions as F
+
+from mesh_assets import MeshResource
+from mesh_assets.demo.landing import land_food_delivery
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAYS = [date(2021, 6, 1), date(2021, 6, 2), date(2021, 6, 3)]
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> dict[str, str]:
+    """A throwaway Mesh home and Dagster instance, with one code location (food_delivery)."""
+    (tmp_path / "dagster").mkdir()
+    workspace = tmp_path / "workspace.yaml"
+    workspace.write_text(
+        "load_from:\n"
+        "  - python_file:\n"
+        f"      relative_path: {ROOT / 'domains' / 'food_delivery' / 'definitions.py'}\n"
+        f"      working_directory: {ROOT}\n"
+        "      location_name: food_delivery\n"
+    )
+    return {
+        **os.environ,
+        "MESH_HOME": str(tmp_path),
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+        "MESH_PROJECT_ROOT": str(ROOT),
+        "MESH_AUTOMATION__ENABLED": "false",  # only the backfill runs: no sensor competes for the machine
+        "MESH_WORKSPACE": str(workspace),
+    }
+
+
+@pytest.fixture
+def daemon(deployment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen]:
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([bin_dir / "mesh", "setup"], env=deployment, check=True, capture_output=True)
+    log = (tmp_path / "daemon.log").open("w")
+    process = subprocess.Popen(
+        [bin_dir / "dagster-daemon", "run", "-w", deployment["MESH_WORKSPACE"]],
+        env=deployment,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    yield process
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    log.close()
+
+
+def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemon, tmp_path) -> None:
+    mesh = MeshResource(warehouse=str(tmp_path / "warehouse"))
+    land_food_delivery(spark, mesh.registry, DAYS)
+
+    done = subprocess.run(
+        [
+            Path(sys.executable).parent / "mesh",
+            "backfill",
+            "food_delivery.orders",
+            "--start",
+            "2021-06-01",
+            "--end",
+            "2021-06-03",
+            "--wait",
+        ],
+        env={**deployment, "COLUMNS": "160"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + (tmp_path / "daemon.log").read_text()[-4000:]
+    assert "Launched backfill" in done.stdout
+    assert "COMPLETED" in done.stdout
+
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
+        [backfill] = instance.get_backfills()
+        assert backfill.status.value in ("COMPLETED", "COMPLETED_SUCCESS")
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill.backfill_id}))
+        assert len(runs) == 1  # a single-run backfill: the range is one run
+        assert runs[0].status == dg.DagsterRunStatus.SUCCESS
+        assert instance.get_materialized_partitions(dg.AssetKey(["food_delivery", "orders"])) == {
+            d.isoformat() for d in DAYS
+        }
+    orders = spark.read.format("delta").load(mesh.registry.location("food_delivery", "orders"))
+    raw = spark.read.format("delta").load(mesh.registry.location("food_delivery", "raw_orders"))
+    per_day = {r["p_date"]: r["count"] for r in orders.groupBy("p_date").count().collect()}
+    expected = {r["p_date"]: r["n"] for r in raw.groupBy("p_date").agg(F.countDistinct("id").alias("n")).collect()}
+    assert per_day == expected and set(per_day) == set(DAYS)
