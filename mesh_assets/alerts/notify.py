@@ -1,13 +1,17 @@
 """Alerts to a domain's chat channel: a failed run or a failed blocking check reaches its owners.
 
 The webhook URL is a secret, so it is read from the environment at send time
-(``MESH_ALERT_WEBHOOK_<DOMAIN>``) and never stored in specs, run config or logs.
+(``MESH_ALERT_WEBHOOK_<DOMAIN>``) and never stored in specs, run config or logs: a failed send raises
+:class:`AlertNotSent`, whose message names the variable and the reason but never the URL.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 
@@ -31,6 +35,10 @@ class Alert:
     run_url: str | None = None
 
 
+class AlertNotSent(RuntimeError):
+    """The webhook did not take the alert; the message is safe to log (it never contains the URL)."""
+
+
 def webhook_variable(domain: str) -> str:
     return f"MESH_ALERT_WEBHOOK_{domain.upper()}"
 
@@ -51,11 +59,22 @@ def payload(alert: Alert) -> dict:
 def send(alert: Alert) -> bool:
     """Post ``alert`` to the domain's webhook; False (and nothing sent) when alerts are off or unset."""
     settings = get_settings().alerts
-    url = os.environ.get(webhook_variable(alert.domain))
+    variable = webhook_variable(alert.domain)
+    url = os.environ.get(variable)
     if not settings.enabled or not url:
         return False
+    if urllib.parse.urlsplit(url).scheme not in {"http", "https"}:
+        raise AlertNotSent(f"{variable} is not an http(s) URL")
     request = urllib.request.Request(
         url, data=json.dumps(payload(alert)).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
-    with urllib.request.urlopen(request, timeout=settings.timeout_seconds) as response:
-        return 200 <= response.status < 300
+    # ``from None`` everywhere: the original exceptions may quote the URL, which is a secret.
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout_seconds) as response:
+            return 200 <= response.status < 300
+    except urllib.error.HTTPError as exc:
+        raise AlertNotSent(f"the webhook in {variable} answered HTTP {exc.code}") from None
+    except urllib.error.URLError as exc:
+        raise AlertNotSent(f"the webhook in {variable} is unreachable ({exc.reason})") from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise AlertNotSent(f"the webhook in {variable} failed ({type(exc).__name__})") from None

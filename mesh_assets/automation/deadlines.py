@@ -11,11 +11,12 @@ so a flag is raised once.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, send
+from mesh_assets.alerts.notify import Alert, AlertNotSent, send
 from mesh_assets.factory.compute import input_range
 from mesh_assets.factory.partitions import complete_days
 from mesh_assets.settings import get_settings
@@ -24,6 +25,7 @@ from mesh_assets.spec.model import DataProduct
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
 
 LOOKBACK_PARTITIONS = 7
+log = logging.getLogger(__name__)
 
 
 def late_inputs(
@@ -128,7 +130,7 @@ def evaluate_deadlines(
             )
         )
         channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
-        send(
+        _send_or_warn(
             Alert(
                 kind=f"input {flag['kind']}",
                 domain=product.domain,
@@ -141,3 +143,11 @@ def evaluate_deadlines(
             )
         )
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
+
+
+def _send_or_warn(alert: Alert) -> None:
+    """An unreachable channel must not stop the flags from being recorded (the sensor would fail every tick)."""
+    try:
+        send(alert)
+    except AlertNotSent as exc:
+        log.warning(f"alert to {alert.domain}'s channel failed: {exc}")

@@ -74,12 +74,15 @@ def new_commits(location: str, after: int | None) -> list[Commit]:
 
 
 def partition_key(value: str | None, partitioning: str) -> str | None:
-    """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``."""
+    """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``.
+
+    The whole value must be an ISO date or timestamp (ValueError otherwise), so nothing but a date reaches a key.
+    """
     if value is None:
         return None
-    if partitioning == "daily":
-        return datetime.fromisoformat(value[:10]).strftime("%Y-%m-%d")
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if partitioning == "daily":
+        return moment.strftime("%Y-%m-%d")
     if moment.tzinfo is not None:  # UTC-normalised partition values; sessions run in UTC
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.strftime("%Y-%m-%d-%H:%M")

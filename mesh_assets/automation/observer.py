@@ -4,12 +4,16 @@ The cursor is ``{"<domain>.<table>": last version seen}``. Each tick reads only 
 collects the partitions their ``add``/``remove`` actions name and reports each as a runless, partitioned
 ``AssetMaterialization`` (one per partition per tick, with the commit versions), so the automation
 sensors downstream react to external data the way they react to Mesh's own writes. A table with checks
-also gets one check run per reported partition; its consumers wait for that result.
+also gets one check run per tick over the partitions reported; its consumers wait for that result. A
+partition value that is not a date (or hour) is an outside writer's mistake: it is reported by name and
+skipped, never turned into a partition key, and never stops the observer at that commit.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 
 import dagster as dg
 
@@ -21,13 +25,19 @@ from mesh_assets.settings import get_settings
 from mesh_assets.spec.model import DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry
 
+log = logging.getLogger(__name__)
+
 
 def observer_name(domain: str) -> str:
     return f"{domain}__observe_external_tables"
 
 
 def observe_table(
-    product: DataProduct, ext: ExternalTable, location: str, after: int | None
+    product: DataProduct,
+    ext: ExternalTable,
+    location: str,
+    after: int | None,
+    warn: Callable[[str], None] = log.warning,
 ) -> tuple[list[dg.AssetMaterialization], int | None]:
     """Materializations for the partitions the commits after ``after`` touched, and the last version read."""
     commits = new_commits(location, after)
@@ -43,7 +53,15 @@ def observe_table(
             continue
         for values in commit.partitions:
             found = dict(values)
-            key = partition_key(found.get(ext.partition_column), ext.partitioning)
+            value = found.get(ext.partition_column)
+            try:
+                key = partition_key(value, ext.partitioning)
+            except ValueError:
+                warn(
+                    f"{product.domain}.{ext.table} version {commit.version}: partition value {value!r} of "
+                    f"{ext.partition_column} is not a {ext.partitioning} partition; skipped"
+                )
+                continue
             if key is None or key[:10] < product.start_date.isoformat():
                 continue
             if ext.regions:
@@ -64,7 +82,10 @@ def observe_table(
 
 
 def observe(
-    products: list[DataProduct], registry: TableRegistry, cursor: dict[str, int]
+    products: list[DataProduct],
+    registry: TableRegistry,
+    cursor: dict[str, int],
+    warn: Callable[[str], None] = log.warning,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, int]]:
     """One tick over every external table of ``products``."""
     events: list[dg.AssetMaterialization] = []
@@ -72,7 +93,8 @@ def observe(
     for product in products:
         for ext in product.external:
             ref = f"{product.domain}.{ext.table}"
-            found, last = observe_table(product, ext, registry.location(product.domain, ext.table), cursor.get(ref))
+            location = registry.location(product.domain, ext.table)
+            found, last = observe_table(product, ext, location, cursor.get(ref), warn)
             events += found
             if last is not None:
                 cursor[ref] = last
@@ -122,7 +144,8 @@ def build_observer(domain: str, products: list[DataProduct]) -> dg.SensorDefinit
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
     def _observer(context: dg.SensorEvaluationContext, mesh: MeshResource) -> dg.SensorResult:
-        events, cursor = observe(products, mesh.registry, json.loads(context.cursor) if context.cursor else {})
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        events, cursor = observe(products, mesh.registry, cursor, context.log.warning)
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 

@@ -38,6 +38,21 @@ concurrency:
       - key: mesh/engine
         value: spark
         limit: 2
+# A run whose worker dies is failed by its code server at once. The daemon fails runs that never start, or
+# that outlive max_runtime_seconds (a backstop for a worker lost together with its code server; a run may
+# set its own with the dagster/max_runtime tag), frees the pool slots a dead run still holds (else its
+# table's writers would queue forever), and retries a run once when its worker crashed (never when a check
+# or the code failed: a re-run of the same partitions is idempotent, a re-run of a bug is not).
+run_monitoring:
+  enabled: true
+  poll_interval_seconds: 30
+  start_timeout_seconds: 300
+  max_runtime_seconds: 86400
+  free_slots_after_run_end_seconds: 30
+run_retries:
+  enabled: true
+  max_retries: 1
+  retry_on_asset_or_op_failure: false
 """
 
 

@@ -7,6 +7,7 @@ cluster or Spark Connect.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -64,6 +65,10 @@ def get_spark(settings: MeshSettings | None = None) -> SparkSession:
         if _session is None:
             settings = settings or get_settings()
             builder = SparkSession.builder.appName(settings.spark.app_name)
+            if settings.spark.master.startswith("local"):
+                # Spark's web UI binds to SPARK_LOCAL_IP, or to every interface without it; in local mode
+                # nothing outside this machine needs the driver (set SPARK_LOCAL_IP to override).
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             if settings.spark.master.startswith("sc://"):
                 builder = builder.remote(settings.spark.master)
             else:

@@ -16,7 +16,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pyspark.sql.types import StructType
 
-from mesh_assets.alerts.notify import Alert, run_url, send
+from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
 from mesh_assets.checks.results import check_specs, evaluation
 from mesh_assets.checks.spec import Freshness
 from mesh_assets.engine.resource import MeshResource
@@ -127,7 +127,7 @@ def _alert(context: AssetExecutionContext, product: DataProduct, out: Output, me
     )
     try:
         send(alert)
-    except OSError as exc:
+    except AlertNotSent as exc:
         context.log.warning(f"alert to {product.domain}'s channel failed: {exc}")
 
 

@@ -234,6 +234,7 @@ def run_output(
             partitions=part,
             publish=publish if failed or blocked else None,
             commit_info={"dagster_run_id": run_id, "asset": info.ref},
+            name=info.ref,
         )
     finally:
         staged.unpersist()

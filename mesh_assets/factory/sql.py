@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-import sqlglot
 from sqlglot import exp
+
+from mesh_assets.spec.queries import parse_query
 
 
 def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
-    """Point every ``domain.table`` the query reads at its view (an identifier swap in the parse tree)."""
-    tree = sqlglot.parse_one(sql, read="spark")
+    """Point every ``domain.table`` the query reads at its view (an identifier swap in the parse tree).
+
+    Only a single read-only query gets this far (:class:`~mesh_assets.spec.queries.NotAQuery` otherwise).
+    """
+    tree = parse_query(sql)
     for table in tree.find_all(exp.Table):
         key = (table.db or None, table.name)
         if key in views:

@@ -10,24 +10,30 @@ import inspect
 from collections.abc import Iterable
 
 import sqlglot
-from sqlglot import exp
 
+from mesh_assets.checks.spec import SqlAssertion
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import DomainSpecs, sql_text
 from mesh_assets.spec.errors import SpecError, relative
 from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
+from mesh_assets.spec.queries import NotAQuery, parse_query, query_tables
 
 
 def sql_tables(sql: str) -> set[tuple[str | None, str]]:
-    """Tables a query reads, as (domain, table); CTE names are not tables."""
-    tree = sqlglot.parse_one(sql, read="spark")
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    out = set()
-    for table in tree.find_all(exp.Table):
-        if not table.db and table.name in ctes:
-            continue
-        out.add((table.db or None, table.name))
-    return out
+    """Tables a query reads, as (domain, table); SQL that is not one read-only query raises NotAQuery."""
+    return query_tables(parse_query(sql))
+
+
+def _sql_problem(sql: str) -> tuple[str | None, set[tuple[str | None, str]]]:
+    """(why ``sql`` is refused, or None; the tables it reads)."""
+    try:
+        return None, sql_tables(sql)
+    except sqlglot.errors.ParseError as exc:
+        detail = exc.errors[0] if exc.errors else {}
+        where = f"line {detail.get('line', '?')}, col {detail.get('col', '?')}"
+        return f"SQL does not parse ({where}): {detail.get('description', exc)}", set()
+    except NotAQuery as exc:
+        return str(exc), set()
 
 
 def _err(product: DataProduct, line: int | None, field: str, message: str) -> SpecError:
@@ -95,19 +101,9 @@ def _check_transformation_code(product: DataProduct, catalog: Catalog) -> list[S
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
             field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
-            try:
-                read = sql_tables(sql_text(t, product))
-            except sqlglot.errors.ParseError as exc:
-                detail = exc.errors[0] if exc.errors else {}
-                errors.append(
-                    _err(
-                        product,
-                        t.line,
-                        field,
-                        f"SQL does not parse (line {detail.get('line', '?')}, col {detail.get('col', '?')}): "
-                        f"{detail.get('description', exc)}",
-                    )
-                )
+            problem, read = _sql_problem(sql_text(t, product))
+            if problem:
+                errors.append(_err(product, t.line, field, problem))
                 continue
             declared = {inp.ref(product.domain) for inp in t.inputs.values()}
             for domain, table in sorted(read, key=str):
@@ -132,6 +128,23 @@ def _check_transformation_code(product: DataProduct, catalog: Catalog) -> list[S
                         f"function {t.fn.__name__}() takes {sorted(given)} but inputs are {sorted(expected)}",
                     )
                 )
+    return errors
+
+
+def _check_sql_checks(product: DataProduct) -> list[SpecError]:
+    """A ``sql`` check is one read-only query over ``staged`` (the rows about to be published), nothing else."""
+    errors = []
+    for i, t in enumerate(product.transformations):
+        for j, check in enumerate(t.output.checks):
+            if not isinstance(check, SqlAssertion):
+                continue
+            field = f"tables.{i}.checks.{j}.sql"
+            problem, read = _sql_problem(check.sql)
+            others = sorted(f"{d}.{n}" if d else n for d, n in read if (d, n) != (None, "staged"))
+            if problem is None and others:
+                problem = f"a sql check reads only 'staged', not {', '.join(others)}"
+            if problem:
+                errors.append(_err(product, t.line, field, problem))
     return errors
 
 
@@ -189,5 +202,6 @@ def validate(
     for product in products:
         errors += _check_inputs(product, catalog)
         errors += _check_transformation_code(product, catalog)
+        errors += _check_sql_checks(product)
     errors += _cycles([p for s in domains.values() for p in s.products], only)
     return sorted(set(errors))

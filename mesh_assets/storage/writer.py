@@ -3,6 +3,8 @@
 A write of days D1..Dn is one Delta commit with ``replaceWhere`` on the partition column, so a reader
 sees either the old partitions or the new ones, never a mix; rerunning with the same input gives the same
 rows (idempotent); an empty result leaves those partitions empty; other partitions are untouched.
+A write that fails (full disk, a concurrent commit to the same partitions, a killed job) commits nothing:
+:class:`WriteFailed` names the table, the partitions, the underlying cause and the version readers still see.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from delta import exceptions as delta_errors
 from delta.tables import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -21,6 +24,22 @@ from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
+
+CONFLICTS = (
+    delta_errors.ConcurrentAppendException,
+    delta_errors.ConcurrentDeleteDeleteException,
+    delta_errors.ConcurrentDeleteReadException,
+    delta_errors.ConcurrentTransactionException,
+    delta_errors.ConcurrentWriteException,
+    delta_errors.DeltaConcurrentModificationException,
+    delta_errors.MetadataChangedException,
+    delta_errors.ProtocolChangedException,
+)
+"""Delta's commit conflicts: another transaction committed first to what this one read."""
+
+
+class WriteFailed(RuntimeError):
+    """A Delta write that committed nothing; the message says why and which version readers still see."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,43 @@ def latest_version(spark: SparkSession, location: str) -> int:
     return DeltaTable.forPath(spark, location).history(1).collect()[0]["version"]
 
 
+def _version_or_none(spark: SparkSession, location: str) -> int | None:
+    return latest_version(spark, location) if DeltaTable.isDeltaTable(spark, location) else None
+
+
+def failure_cause(exc: BaseException) -> str:
+    """Why a write failed, in the words of its innermost cause (the OS or Delta), not Spark's wrappers."""
+    if isinstance(exc, CONFLICTS):
+        return f"another write committed to the same partitions first ({type(exc).__name__}); re-run to publish"
+    cause = getattr(exc, "java_exception", None)
+    if cause is None:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for _ in range(32):
+        inner = cause.getCause()
+        if inner is None:
+            break
+        cause = inner
+    return str(cause.toString())
+
+
+def _failed(
+    spark: SparkSession, exc: Exception, name: str, location: str, keys: Sequence[str], before: int | None
+) -> WriteFailed:
+    listed = ", ".join(keys) if len(keys) <= 5 else f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"
+    what = f"{name} partition{'s' if len(keys) > 1 else ''} {listed}" if keys else name
+    try:
+        after = _version_or_none(spark, location)
+    except Exception:
+        after = before
+    if after is None:
+        state = "the table was not created"
+    elif after == before:
+        state = f"the table is unchanged at version {after}"
+    else:
+        state = f"nothing of this write was committed; the table is at version {after}, committed by another writer"
+    return WriteFailed(f"writing {what} failed: {failure_cause(exc)}; {state}")
+
+
 def stage(df: DataFrame) -> DataFrame:
     """Compute ``df`` once into executor storage: invisible to readers, re-used by checks and the write."""
     staged = df.persist(StorageLevel.MEMORY_AND_DISK)
@@ -80,16 +136,19 @@ def commit(
     partitions: PartitionRange | None,
     publish: Sequence[datetime] | None = None,
     commit_info: dict[str, str] | None = None,
+    name: str | None = None,
 ) -> WriteResult:
     """Publish staged rows in one Delta commit.
 
     With ``partitions`` the commit replaces exactly ``publish`` (default: the whole range) and drops staged
-    rows of other partitions; without, it replaces the whole table.
+    rows of other partitions; without, it replaces the whole table. A failed commit raises
+    :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
     """
     counts: dict[str, int] = {}
+    keys: list[str] = []
     if partitions is not None and partition_column is not None:
         chosen = list(publish) if publish is not None else partitions.values()
-        keys = {format_key(v, partitions.kind) for v in chosen}
+        keys = sorted(format_key(v, partitions.kind) for v in chosen)
         counts = {k: n for k, n in partition_counts(staged, partition_column, partitions).items() if k in keys}
         if not chosen:
             return WriteResult(location, None, 0, {}, staged.schema)
@@ -109,5 +168,9 @@ def commit(
         rows = staged.count()
     if commit_info:
         writer = writer.option("userMetadata", json.dumps(commit_info, sort_keys=True))
-    writer.save(location)
+    before = _version_or_none(spark, location)
+    try:
+        writer.save(location)
+    except Exception as exc:
+        raise _failed(spark, exc, name or location, keys, before) from exc
     return WriteResult(location, latest_version(spark, location), rows, counts, staged.schema)
