@@ -53,15 +53,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM the process group, give it ``grace`` seconds, then SIGKILL whatever is left of it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # run workers and JVMs the leader left behind
-    proc.wait()
+def stop_groups(processes: list[subprocess.Popen], grace: float = 10.0) -> None:
+    """SIGTERM each process group, give them ``grace`` seconds together, then SIGKILL what is left."""
+    for proc in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # run workers and JVMs a leader left behind
+        proc.wait()
 
 
 def accepts(path: Path) -> bool:
@@ -163,8 +167,7 @@ class DagsterServices:
             return json.load(response)["data"]
 
     def stop(self) -> None:
-        for proc in reversed(self.processes.values()):
-            stop_group(proc)
+        stop_groups(list(self.processes.values()))
 
 
 def service_env(mesh_home: Path, dagster_home: Path, url: str) -> dict[str, str]:
