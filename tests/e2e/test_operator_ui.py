@@ -1,0 +1,223 @@
+"""An operator in the Dagster UI: the mesh's code locations, a product's partitions and checks, a backfill.
+
+The webserver and the daemon serve ``workspace.yaml`` (one code location per domain) over a throwaway
+instance. ``food_delivery.orders`` has three published days, one day refused by its blocking not-null
+check, and three landed days that the operator backfills from the launch dialog; the daemon runs the
+range as one run and the rows land in Delta.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+from playwright.sync_api import Page, expect
+from pyspark.sql import functions as F
+
+from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.backfill import backfill_progress
+from mesh_assets.demo import generator
+from mesh_assets.demo.landing import land_raw_orders
+from mesh_assets.demo.run import executable_assets
+from mesh_assets.storage.tables import TableRegistry
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDERS = dg.AssetKey(["food_delivery", "orders"])
+PUBLISHED = generator.days(date(2021, 6, 1), 3)
+REFUSED = date(2021, 6, 4)
+BACKFILLED = generator.days(date(2021, 6, 5), 3)
+LOAD_TIMEOUT = 420
+BACKFILL_TIMEOUT = 480
+"""Generous: the backfill's run starts its own Python process and Spark JVM on a shared two-core machine."""
+
+
+@dataclass
+class OperatorWorld:
+    url: str
+    instance: dg.DagsterInstance
+    warehouse: Path
+    failed_run_id: str
+    failed_checks: list[str]
+    partition_count: int
+    check_names: list[str]
+    check_alive: Callable[[], None]
+
+
+def export_with_a_bad_day() -> list[tuple]:
+    """The app's export of 06-01..06-07; on 06-04 one extra order arrives without its restaurant."""
+    rows = [row for day in [*PUBLISHED, REFUSED, *BACKFILLED] for row in generator.raw_orders(day)]
+    sample = next(row for row in rows if row[-1] == REFUSED)
+    orphan = list(sample)
+    orphan[0] = max(row[0] for row in rows) + 1
+    orphan[3] = None  # restaurant_id
+    return [*rows, tuple(orphan)]
+
+
+def orders_per_day(day: date) -> int:
+    """What ``orders`` publishes for a good day: the export deduplicated on the order id."""
+    return len({row[0] for row in generator.raw_orders(day)})
+
+
+@pytest.fixture(scope="module")
+def world(dagster_services, spark) -> OperatorWorld:
+    """Land the export and materialize 06-01..06-04 in one run while the code locations load."""
+    warehouse = dagster_services.warehouse
+    land_raw_orders(spark, TableRegistry(str(warehouse)), PUBLISHED[0], BACKFILLED[-1], export_with_a_bad_day())
+    instance = dagster_services.instance
+    defs = mesh_definitions(ROOT / "domains")
+    assets = executable_assets(defs)
+    result = dg.materialize(
+        assets,
+        instance=instance,
+        resources={"mesh": MeshResource(warehouse=str(warehouse))},
+        selection=[ORDERS],
+        tags={
+            "dagster/asset_partition_range_start": PUBLISHED[0].isoformat(),
+            "dagster/asset_partition_range_end": REFUSED.isoformat(),
+        },
+        raise_on_error=False,
+    )
+    assert not result.success
+    published = {e.materialization.partition for e in result.get_asset_materialization_events()}
+    assert published == {d.isoformat() for d in PUBLISHED}
+    evaluations = result.get_asset_check_evaluations()
+    failed_checks = sorted({e.check_name for e in evaluations if not e.passed and e.partition == REFUSED.isoformat()})
+    orders = next(a for a in assets if ORDERS in a.keys)
+    dagster_services.start(LOAD_TIMEOUT)
+    return OperatorWorld(
+        url=dagster_services.url,
+        instance=instance,
+        warehouse=warehouse,
+        failed_run_id=result.run_id,
+        failed_checks=failed_checks,
+        partition_count=len(orders.partitions_def.get_partition_keys()),
+        check_names=sorted(spec.name for spec in orders.check_specs),
+        check_alive=dagster_services.check_alive,
+    )
+
+
+def groups_per_location() -> dict[str, set[str]]:
+    """Each code location of ``workspace.yaml`` and the asset groups of its own domain."""
+    workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
+    out = {}
+    for entry in workspace["load_from"]:
+        target = entry["python_file"]
+        defs = runpy.run_path(str(ROOT / target["relative_path"]))["defs"]
+        location = target["location_name"]
+        out[location] = {n.group_name for n in defs.resolve_asset_graph().asset_nodes if n.key.path[0] == location}
+    return out
+
+
+def shoot(page: Page, folder: Path, name: str) -> None:
+    page.screenshot(path=str(folder / f"{name}.png"))
+
+
+def test_lineage_shows_every_domain_as_a_code_location_with_its_groups(world, browser_page, screenshots):
+    page = browser_page
+    expected = groups_per_location()
+    assert len(expected) == 5
+    page.goto("/asset-groups")
+    for location in expected:
+        page.get_by_title(location, exact=True).dblclick()  # open the location's folder in the sidebar
+    for groups in expected.values():
+        for group in groups:
+            expect(page.get_by_title(group, exact=True).first).to_be_visible()
+    shown: dict[str, set[str]] = {}
+    for title in page.locator("[title]").evaluate_all("els => els.map(e => e.title)"):
+        if title in expected:
+            location = title
+            shown[location] = set()
+        elif shown:
+            shown[location].add(title)
+    assert shown == expected
+    shoot(page, screenshots, "asset-graph")
+
+
+def test_partitions_view_shows_published_refused_and_missing_days(world, browser_page, screenshots):
+    page = browser_page
+    page.goto("/assets/food_delivery/orders?view=partitions")
+    missing = world.partition_count - len(PUBLISHED) - 1
+    expect(page.get_by_text(f"Materialized ({len(PUBLISHED)})")).to_be_visible()
+    expect(page.get_by_text("Failed (1)")).to_be_visible()
+    expect(page.get_by_text(f"Missing ({missing})")).to_be_visible()
+
+    selector = page.get_by_placeholder(re.compile(r"^ex: "))
+    selector.fill("[2021-06-01...2021-06-14]")
+    selector.press("Enter")
+    expect(page.get_by_text("Missing (10)")).to_be_visible()
+    page.get_by_title(REFUSED.isoformat(), exact=True).click()
+    failure = f"Run {world.failed_run_id[:8]} failed, and did not materialize this asset."
+    expect(page.get_by_text(failure)).to_be_visible()
+    shoot(page, screenshots, "partitions-failed")
+
+
+def test_checks_tab_lists_the_checks_and_explains_the_failure(world, browser_page, screenshots):
+    page = browser_page
+    assert [c for c in world.failed_checks if c.startswith("not_null")] == world.failed_checks != []
+    page.goto("/assets/food_delivery/orders?view=partitions")
+    page.get_by_role("tab", name="Checks").click()
+    expect(page.get_by_text(f"Checks ({len(world.check_names)})")).to_be_visible()
+    for name in world.check_names:
+        status = page.get_by_title(name, exact=True).first.locator("xpath=following-sibling::span")
+        expect(status).to_have_text("Failed" if name in world.failed_checks else "Succeeded")
+    failed = world.failed_checks[0]
+    page.get_by_title(failed, exact=True).first.click()
+    expect(page.get_by_text(f"check {failed} on partition {REFUSED} failed (1 failing rows)")).to_be_visible()
+    shoot(page, screenshots, "failed-check")
+
+
+def test_operator_backfills_a_range_from_the_launch_dialog(world, browser_page, screenshots, spark):
+    page = browser_page
+    page.goto("/assets/food_delivery/orders")
+    page.get_by_role("button", name="Materialize…").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Show all partitions").click()  # the dialog opens on the last 90 days
+    selector = dialog.get_by_role("textbox")
+    selector.fill(f"[{BACKFILLED[0]}...{BACKFILLED[-1]}]")
+    selector.press("Enter")
+    expect(dialog.get_by_text(f"{len(BACKFILLED)} partitions", exact=True)).to_be_visible()
+    expect(dialog.get_by_text("Backfills all partitions in a single run.")).to_be_visible()
+    shoot(page, screenshots, "backfill-dialog")
+    dialog.get_by_role("button", name="Launch backfill").click()
+
+    toast = page.get_by_text(re.compile(r"Created backfill \w+"))
+    expect(toast).to_be_visible()
+    backfill_id = toast.inner_text().split()[-1]
+    progress = wait_for_backfill(world, backfill_id)
+    assert progress.status == "COMPLETED_SUCCESS", progress
+    runs = world.instance.get_runs(filters=dg.RunsFilter.for_backfill(backfill_id))
+    assert len(runs) == 1  # a single-run backfill policy: the whole range in one Spark job
+    assert (runs[0].tags["dagster/asset_partition_range_start"], runs[0].tags["dagster/asset_partition_range_end"]) == (
+        BACKFILLED[0].isoformat(),
+        BACKFILLED[-1].isoformat(),
+    )
+
+    orders = spark.read.format("delta").load(str(world.warehouse / "food_delivery" / "orders"))
+    counts = {r["day"]: r["count"] for r in orders.groupBy(F.col("p_date").alias("day")).count().collect()}
+    assert counts == {day: orders_per_day(day) for day in [*PUBLISHED, *BACKFILLED]}
+
+    page.goto(f"/runs/b/{backfill_id}")
+    expect(page.get_by_text("Status", exact=True).locator("xpath=..")).to_contain_text("Succeeded")
+    expect(page.get_by_text("100% completed")).to_be_visible()
+    shoot(page, screenshots, "backfill-completed")
+
+
+def wait_for_backfill(world: OperatorWorld, backfill_id: str):
+    deadline = time.monotonic() + BACKFILL_TIMEOUT
+    while True:
+        world.check_alive()
+        progress = backfill_progress(world.instance, backfill_id)
+        if progress.finished:
+            return progress
+        assert time.monotonic() < deadline, f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT}s: {progress}"
+        time.sleep(3)

@@ -1,0 +1,44 @@
+"""Every domain's automation runs as soon as its code location loads, unless ``automation.enabled`` is false."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets.factory.definitions import build_definitions
+from mesh_assets.settings import get_settings
+from mesh_assets.spec.discovery import load_all
+
+DOMAINS = Path(__file__).resolve().parents[2] / "domains"
+
+
+def sensor_statuses() -> dict[str, dg.DefaultSensorStatus]:
+    get_settings.cache_clear()
+    try:
+        defs = build_definitions(load_all(DOMAINS), extra=[])
+    finally:
+        get_settings.cache_clear()
+    return {sensor.name: sensor.default_status for sensor in defs.sensors or []}
+
+
+def producing_domains() -> list[str]:
+    return sorted(name for name, specs in load_all(DOMAINS).items() if any(p.transformations for p in specs.products))
+
+
+def test_every_domain_automation_sensor_runs_by_default(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("MESH_AUTOMATION__ENABLED", raising=False)
+    statuses = sensor_statuses()
+    domains = producing_domains()
+    assert domains, "the example mesh has domains with products"
+    for domain in domains:
+        assert statuses[f"{domain}__automation"] == dg.DefaultSensorStatus.RUNNING
+    assert set(statuses.values()) == {dg.DefaultSensorStatus.RUNNING}
+
+
+def test_automation_can_be_switched_off_in_settings(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MESH_AUTOMATION__ENABLED", "false")
+    statuses = sensor_statuses()
+    assert {f"{domain}__automation" for domain in producing_domains()} <= set(statuses)
+    assert set(statuses.values()) == {dg.DefaultSensorStatus.STOPPED}
