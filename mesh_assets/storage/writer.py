@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from delta.tables import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
+from mesh_assets.storage.delta import latest_version
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
 
 
@@ -50,10 +50,6 @@ def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[da
         lo, hi = partitions.literal(values[0]), partitions.literal(values[-1])
         return f"`{col}` >= {_sql_literal(lo)} AND `{col}` <= {_sql_literal(hi)}"
     return f"`{col}` IN ({', '.join(_sql_literal(partitions.literal(v)) for v in values)})"
-
-
-def latest_version(spark: SparkSession, location: str) -> int:
-    return DeltaTable.forPath(spark, location).history(1).collect()[0]["version"]
 
 
 def stage(df: DataFrame) -> DataFrame:
