@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -72,8 +72,10 @@ class S3Settings(BaseModel):
 
     Credentials are secrets: Mesh passes ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
     ``AWS_SESSION_TOKEN``) from the environment only; without them Hadoop's default AWS chain applies (instance
-    profiles, web identity ...).
+    profiles, web identity ...). Unknown fields are refused, so a key pasted into ``mesh.yaml`` fails loudly.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     endpoint: str | None = None
     """``http(s)://host:port`` of an S3-compatible service; unset for AWS S3 itself."""
