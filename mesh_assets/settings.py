@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -67,6 +67,23 @@ class AutomationSettings(BaseModel):
     ``run_queue.tag_concurrency_limits`` (each table already has its own pool)."""
 
 
+class S3Settings(BaseModel):
+    """S3-compatible object storage for ``s3a://`` warehouses (AWS S3, MinIO, Ceph ...).
+
+    Credentials are secrets: Mesh passes ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
+    ``AWS_SESSION_TOKEN``) from the environment only; without them Hadoop's default AWS chain applies (instance
+    profiles, web identity ...). Unknown fields are refused, so a key pasted into ``mesh.yaml`` fails loudly.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str | None = None
+    """``http(s)://host:port`` of an S3-compatible service; unset for AWS S3 itself."""
+    region: str | None = None
+    path_style_access: bool = False
+    """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
+
+
 class MeshSettings(BaseSettings):
     """Everything that differs between a laptop and production."""
 
@@ -81,6 +98,11 @@ class MeshSettings(BaseSettings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     automation: AutomationSettings = Field(default_factory=AutomationSettings)
     partition_start: str = "2021-01-01"
+    instance: Literal["sqlite", "postgres"] = "sqlite"
+    """The Dagster instance ``mesh setup`` writes: SQLite files under ``dagster_home``, or Postgres (dagster-postgres)
+    reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and
+    ``DAGSTER_PG_DB``, read by Dagster when the instance loads."""
+    s3: S3Settings = Field(default_factory=S3Settings)
 
     @classmethod
     def settings_customise_sources(
@@ -98,6 +120,11 @@ class MeshSettings(BaseSettings):
     def warehouse_uri(self) -> str:
         """Root of every Delta table: a local path or an object-store URI such as ``s3a://bucket/wh``."""
         return self.warehouse or str(self.home / "warehouse")
+
+    @property
+    def uses_s3a(self) -> bool:
+        """Whether Spark needs the s3a file system: an ``s3a://`` warehouse or a configured S3 endpoint."""
+        return self.warehouse_uri.startswith("s3a://") or self.s3.endpoint is not None
 
     @property
     def jars_path(self) -> Path:

@@ -28,6 +28,7 @@ from mesh_assets.checks.spec import (
 )
 from mesh_assets.factory.sql import rewrite_tables
 from mesh_assets.spec.model import ExternalTable, Output
+from mesh_assets.storage.delta import is_delta_table
 from mesh_assets.storage.partitions import PartitionRange, step
 
 PK = "__mesh_partition"
@@ -183,9 +184,7 @@ class _Evaluation:
         return out
 
     def _published_counts(self, trailing: int) -> dict[str, int]:
-        from delta.tables import DeltaTable
-
-        if self.part is None or self.location is None or not DeltaTable.isDeltaTable(self.spark, self.location):
+        if self.part is None or self.location is None or not is_delta_table(self.spark, self.location):
             return {}
         first = self.part.start - trailing * step(self.part.kind)
         lo, hi = self.part.literal(first), self.part.literal(self.part.end)

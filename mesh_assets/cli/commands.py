@@ -21,13 +21,29 @@ def cmd_setup(args: argparse.Namespace, console: Console) -> int:
 
     jars = provision(get_settings().jars_path)
     console.print(f"[green]{len(jars)} jars cached in {get_settings().jars_path}[/green]")
-    with persistent_instance() as instance:
-        console.print(f"Dagster instance ready at {instance.root_directory}")
+    with persistent_instance(getattr(args, "instance", None)) as instance:
+        storage = type(instance.run_storage).__name__
+        console.print(f"Dagster instance ready at {instance.root_directory} ({storage})")
     return 0
 
 
-INSTANCE_YAML = """\
-# Written by mesh on first use: a local SQLite instance. Production uses dagster-postgres (docs/deployment.md).
+WRITTEN_BY_MESH = "# Written by mesh setup, again when the instance setting changes (delete this line to keep edits)."
+INSTANCE_STORAGE = {
+    "sqlite": "",
+    "postgres": """\
+storage:
+  postgres:
+    postgres_db:
+      hostname: {env: DAGSTER_PG_HOST}
+      port: {env: DAGSTER_PG_PORT}
+      username: {env: DAGSTER_PG_USER}
+      password: {env: DAGSTER_PG_PASSWORD}
+      db_name: {env: DAGSTER_PG_DB}
+""",
+}
+"""Runs, event logs and schedules: SQLite files under DAGSTER_HOME, or one Postgres database that every code
+location, the webserver and the daemon share (docs/deployment.md). Dagster reads the variables when it loads."""
+INSTANCE_COMMON = """\
 telemetry:
   enabled: false
 concurrency:
@@ -56,14 +72,24 @@ run_retries:
 """
 
 
-def persistent_instance() -> dg.DagsterInstance:
-    """The instance under ``.mesh/dagster`` that ``make dev`` shows (``DAGSTER_HOME`` wins if set)."""
+def instance_yaml(kind: str) -> str:
+    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{INSTANCE_COMMON}"
+
+
+def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
+    """The instance under ``.mesh/dagster`` that ``make dev`` shows (``DAGSTER_HOME`` wins if set).
+
+    ``kind`` (default: the ``instance`` setting) picks its storage; a ``dagster.yaml`` that mesh did not
+    write, or whose marker line was removed, is left as it is.
+    """
     settings = get_settings()
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home)))
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_YAML)
+    wanted = instance_yaml(kind or settings.instance)
+    current = config.read_text() if config.exists() else None
+    if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
+        config.write_text(wanted)
     return dg.DagsterInstance.get()
 
 

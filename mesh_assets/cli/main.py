@@ -16,7 +16,12 @@ console = Console()
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
     sub = root.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
+    setup = sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
+    setup.add_argument(
+        "--instance",
+        choices=["sqlite", "postgres"],
+        help="the Dagster instance's storage (default: the `instance` setting); postgres reads DAGSTER_PG_* variables",
+    )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
     demo.add_argument("--days", type=int, default=14)
     validate = sub.add_parser("validate", help="check every product against the governance rules")

@@ -3,7 +3,8 @@
 Spark resolving ``spark.jars.packages`` would reach the network on every new session; Mesh instead
 resolves the jars with Maven during ``make setup`` and passes the cached files as ``spark.jars``.
 Artefacts that PySpark already ships (Scala, Jackson, Parquet, Hadoop ...) are left out so that one
-version of each class is on the classpath.
+version of each class is on the classpath. Optional sets (the pom's profiles, e.g. ``s3a``) are cached in a
+folder of their own and join the classpath only when settings use them, so a local run loads what it did before.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyspark
 
 POM = Path(__file__).with_name("jars.pom.xml")
+EXTRAS = ("s3a",)
+"""The pom's profiles: ``<dest>/<profile>/`` holds what each adds beyond PySpark and the core set."""
 _VERSIONED = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -33,39 +37,49 @@ def pyspark_artifacts() -> set[str]:
     return {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
 
 
-def provision(dest: Path) -> list[Path]:
-    """Resolve the pom with Maven into ``dest`` (idempotent: a complete cache is left as it is)."""
-    marker = dest / ".complete"
-    if marker.exists() and marker.read_text() == POM.read_text():
-        return cached(dest)
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [
-                "mvn",
-                "-q",
-                "-B",
-                "-f",
-                str(POM),
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={tmp}",
-                "-DincludeScope=runtime",
-            ],
-            check=True,
-        )
-        shipped = pyspark_artifacts()
-        dest.mkdir(parents=True, exist_ok=True)
+def _resolve(out: Path, profile: str | None = None) -> list[Path]:
+    command = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={out}"]
+    command += ["-DincludeScope=runtime", *(["-P", profile] if profile else [])]
+    subprocess.run(command, check=True)
+    return sorted(out.glob("*.jar"))
+
+
+def _keep(jars: list[Path], dest: Path, drop: set[str]) -> set[str]:
+    """Move the jars whose artefact is not in ``drop`` into a fresh ``dest``; returns the artefacts kept."""
+    if dest.exists():
         for old in dest.glob("*.jar"):
             old.unlink()
-        for jar in sorted(Path(tmp).glob("*.jar")):
-            if _artifact(jar.name) not in shipped:
-                shutil.copy2(jar, dest / jar.name)
+    dest.mkdir(parents=True, exist_ok=True)
+    kept = {_artifact(j.name) for j in jars if _artifact(j.name) not in drop}
+    for jar in jars:
+        if _artifact(jar.name) in kept:
+            shutil.move(jar, dest / jar.name)
+    return kept
+
+
+def provision(dest: Path) -> list[Path]:
+    """Resolve the pom and its profiles with Maven into ``dest`` (idempotent: a complete cache is left as it is)."""
+    marker = dest / ".complete"
+    if marker.exists() and marker.read_text() == POM.read_text():
+        return cached(dest, EXTRAS)
+    marker.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        shipped = pyspark_artifacts()
+        core = _keep(_resolve(Path(tmp) / "core"), dest, shipped)
+        for extra in EXTRAS:
+            _keep(_resolve(Path(tmp) / extra, extra), dest / extra, shipped | core)
     marker.write_text(POM.read_text())
-    return cached(dest)
+    return cached(dest, EXTRAS)
 
 
-def cached(dest: Path) -> list[Path]:
-    """The cached jars, or a clear error telling how to fetch them."""
+def cached(dest: Path, extras: Iterable[str] = ()) -> list[Path]:
+    """The cached core jars plus those of ``extras``, or a clear error telling how to fetch them."""
     jars = sorted(dest.glob("*.jar"))
     if not (dest / ".complete").exists() or not any("delta-spark" in j.name for j in jars):
         raise JarsMissingError(f"Delta Lake jars are not in {dest}; run `make setup` (or `mesh setup`) once.")
+    for extra in extras:
+        found = sorted((dest / extra).glob("*.jar"))
+        if not found:
+            raise JarsMissingError(f"the {extra} jars are not in {dest / extra}; run `make setup` (or `mesh setup`).")
+        jars += found
     return jars

@@ -29,6 +29,27 @@ DELTA_CONF = {
 }
 
 
+def s3a_conf(settings: MeshSettings) -> dict[str, str]:
+    """Hadoop's s3a file system from settings; credentials from the environment only (Spark redacts them)."""
+    s3 = settings.s3
+    conf = {"spark.hadoop.fs.s3a.path.style.access": str(s3.path_style_access).lower()}
+    if s3.endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3.endpoint.startswith("https://")).lower()
+    if s3.region:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = s3.region
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if key and secret:
+        conf["spark.hadoop.fs.s3a.access.key"] = key
+        conf["spark.hadoop.fs.s3a.secret.key"] = secret
+        if token := os.environ.get("AWS_SESSION_TOKEN"):
+            conf["spark.hadoop.fs.s3a.session.token"] = token
+            conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+                "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+            )
+    return conf
+
+
 def spark_conf(settings: MeshSettings) -> dict[str, str]:
     """The Spark configuration Mesh uses, from settings: sized for a small machine by default."""
     spark = settings.spark
@@ -53,9 +74,17 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if not spark.master.startswith("sc://"):
-        conf["spark.jars"] = ",".join(str(j) for j in cached(settings.jars_path))
+        extras = ["s3a"] if settings.uses_s3a else []
+        conf["spark.jars"] = ",".join(str(j) for j in cached(settings.jars_path, extras))
+        if settings.uses_s3a:
+            conf.update(s3a_conf(settings))
     conf.update(spark.conf)
     return conf
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client (no JVM handle in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def get_spark(settings: MeshSettings | None = None) -> SparkSession:

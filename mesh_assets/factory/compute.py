@@ -15,9 +15,10 @@ from pyspark.sql import functions as F
 
 from mesh_assets.checks.evaluate import CheckOutcome, evaluate, failed_partitions
 from mesh_assets.engine.resource import MeshResource
+from mesh_assets.engine.session import is_connect
 from mesh_assets.factory.context import ProductContext
 from mesh_assets.factory.partitions import region_key
-from mesh_assets.factory.sql import rewrite_tables, view_name
+from mesh_assets.factory.sql import bind_parameters, rewrite_tables, view_name
 from mesh_assets.lineage.capture import read_locations, table_name, undeclared_reads
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import sql_text
@@ -116,7 +117,8 @@ def transform(
         args = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
-        df = spark.sql(rewrite_tables(sql_text(t, product), views), args=args)
+        query = rewrite_tables(sql_text(t, product), views)
+        df = spark.sql(bind_parameters(query, args)) if is_connect(spark) else spark.sql(query, args=args)
     if part is not None:
         df = _with_partition_column(df, t.output.partition_column, part, fill=not t.range_aware)
     return df

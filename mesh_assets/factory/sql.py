@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import date, datetime
 
 from sqlglot import exp
 
@@ -25,3 +26,24 @@ def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
 
 def view_name(domain: str, table: str) -> str:
     return f"mesh_{uuid.uuid4().hex[:10]}_{domain}__{table}"
+
+
+def bind_parameters(sql: str, args: dict[str, date | datetime]) -> str:
+    """Replace ``:name`` placeholders with typed literals in the parse tree.
+
+    For Spark Connect: a Connect server with Delta's SQL extension leaves server-side bound parameters
+    unbound. Only typed dates and timestamps (window bounds) reach here, never user text.
+    """
+    tree = parse_query(sql)
+    for node in list(tree.find_all(exp.Placeholder)):
+        if node.name in args:
+            node.replace(_literal(args[node.name]))
+    return tree.sql(dialect="spark")
+
+
+def _literal(value: date | datetime) -> exp.Expression:
+    if isinstance(value, datetime):
+        return exp.cast(exp.Literal.string(f"{value:%Y-%m-%d %H:%M:%S}"), exp.DataType.Type.TIMESTAMP)
+    if isinstance(value, date):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
+    raise TypeError(f"only dates and timestamps are bound, got {type(value).__name__}")

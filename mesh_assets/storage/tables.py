@@ -1,17 +1,19 @@
 """The table registry: ``(domain, table)`` -> Delta location, and ``<domain>.<table>`` names in Spark SQL.
 
 There is no shared metastore: each session registers the tables it touches in its own in-memory catalog,
-pointing at the Delta location, so any process reads ``central.order_descriptors`` the same way.
+pointing at the Delta location, so any process reads ``central.order_descriptors`` the same way. Sessions of
+one Spark Connect server share that catalog; registering there tolerates another session having been first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.spec.names import check_identifier
+from mesh_assets.storage.delta import is_delta_table
 
 
 class TableNotFoundError(LookupError):
@@ -30,7 +32,7 @@ class TableRegistry:
         return f"{self.warehouse.rstrip('/')}/{check_identifier(domain)}/{check_identifier(table)}"
 
     def exists(self, spark: SparkSession, domain: str, table: str) -> bool:
-        return DeltaTable.isDeltaTable(spark, self.location(domain, table))
+        return is_delta_table(spark, self.location(domain, table))
 
     def register(self, spark: SparkSession, domain: str, table: str) -> str:
         """Make ``<domain>.<table>`` resolvable in ``spark``; returns the qualified name.
@@ -43,12 +45,16 @@ class TableRegistry:
         names = _SESSION_NAMES.setdefault(id(spark), {})
         if names.get(name) == location and spark.catalog.tableExists(name):
             return name
-        if not DeltaTable.isDeltaTable(spark, location):
+        if not is_delta_table(spark, location):
             raise TableNotFoundError(f"table {name} has no Delta table at {location} yet")
         if not spark.catalog.databaseExists(domain):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS `{domain}`")
         if spark.catalog.tableExists(name):
-            spark.sql(f"DROP TABLE `{domain}`.`{table}`")
-        spark.catalog.createTable(name, path=location, source="delta")
+            spark.sql(f"DROP TABLE IF EXISTS `{domain}`.`{table}`")
+        try:
+            spark.catalog.createTable(name, path=location, source="delta")
+        except AnalysisException as exc:  # a session sharing the catalog (Spark Connect, a metastore) was first
+            if exc.getCondition() != "TABLE_OR_VIEW_ALREADY_EXISTS":
+                raise
         names[name] = location
         return name

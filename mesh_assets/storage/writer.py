@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from delta import exceptions as delta_errors
-from delta.tables import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
+from mesh_assets.storage.delta import is_delta_table, latest_version
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
 
 CONFLICTS = (
@@ -71,12 +71,8 @@ def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[da
     return f"`{col}` IN ({', '.join(_sql_literal(partitions.literal(v)) for v in values)})"
 
 
-def latest_version(spark: SparkSession, location: str) -> int:
-    return DeltaTable.forPath(spark, location).history(1).collect()[0]["version"]
-
-
 def _version_or_none(spark: SparkSession, location: str) -> int | None:
-    return latest_version(spark, location) if DeltaTable.isDeltaTable(spark, location) else None
+    return latest_version(spark, location) if is_delta_table(spark, location) else None
 
 
 def failure_cause(exc: BaseException) -> str:
