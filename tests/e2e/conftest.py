@@ -235,6 +235,7 @@ def browser_page(dagster_services: DagsterServices) -> Iterator:
     """One Chromium page for the module (Debian's browser: Playwright never downloads one)."""
     from playwright.sync_api import sync_playwright
 
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: `make services` installs Debian's chromium"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport=VIEWPORT, base_url=dagster_services.url)
