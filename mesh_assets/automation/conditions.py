@@ -56,6 +56,16 @@ def _only(condition: dg.AutomationCondition, keys: list[dg.AssetKey]) -> dg.Auto
     return condition.allow(dg.AssetSelection.assets(*keys))  # type: ignore[attr-defined]
 
 
+def dbt_model_condition() -> dg.AutomationCondition:
+    """A dbt model's condition: Dagster's ``eager`` (its latest window once every input is there, once per
+    upstream state), held back like a product's while an input's blocking checks have not passed.
+    History is recomputed by backfills (``mesh backfill --downstream``), which pass the window to dbt."""
+    unpassed = AC.any_checks_match(~AC.check_passed() & ~AC.will_be_requested(), blocking_only=True)
+    return (AC.eager() & ~AC.any_deps_match(unpassed).with_label("input_blocking_checks_passed")).with_label(
+        "mesh_dependencies(dbt)"
+    )
+
+
 def output_condition(
     product: DataProduct, t: PySparkTransformation | SqlTransformation, catalog: Catalog
 ) -> dg.AutomationCondition | None:

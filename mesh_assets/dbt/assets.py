@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
+from mesh_assets.automation.sensors import automation_sensor
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import dagster_events, invoke_dbt, selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator, model_domain
@@ -165,8 +166,11 @@ def dbt_resource(project: DbtProject | None = None) -> DbtCliResource:
 
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
-    """The dbt domain's code location: its dbt assets (with checks), the mesh resource and dbt."""
+    """The dbt domain's code location: its dbt assets (with checks), their automation, Mesh and dbt."""
+    models = build_dbt_assets(project, manifest_path)
+    domains = sorted({key.path[0] for key in models.keys})
     return dg.Definitions(
-        assets=[build_dbt_assets(project, manifest_path)],
+        assets=[models],
+        sensors=[automation_sensor(domain) for domain in domains],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
     )

@@ -9,6 +9,8 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
+from mesh_assets.automation.conditions import dbt_model_condition
+
 DBT_KINDS = {"dbt", "spark", "delta"}
 
 
@@ -61,6 +63,9 @@ class MeshDbtTranslator(DagsterDbtTranslator):
             "tool": "dbt",
         }
         return {**super().get_tags(dbt_resource_props), **tags}
+
+    def get_automation_condition(self, dbt_resource_props: Mapping[str, Any]) -> dg.AutomationCondition | None:
+        return dbt_model_condition() if dbt_resource_props["resource_type"] == "model" else None
 
     def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
         config = dbt_resource_props.get("config") or {}
