@@ -39,10 +39,12 @@ storage:
       username: {env: DAGSTER_PG_USER}
       password: {env: DAGSTER_PG_PASSWORD}
       db_name: {env: DAGSTER_PG_DB}
+      scheme: postgresql+psycopg2
 """,
 }
 """Runs, event logs and schedules: SQLite files under DAGSTER_HOME, or one Postgres database that every code
-location, the webserver and the daemon share (docs/deployment.md). Dagster reads the variables when it loads."""
+location, the webserver and the daemon share (docs/deployment.md). Dagster reads the variables when it loads;
+the scheme names the driver dagster-postgres installs (psycopg2), which SQLAlchemy 2.1 no longer defaults to."""
 INSTANCE_COMMON = """\
 telemetry:
   enabled: false

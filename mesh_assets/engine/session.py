@@ -30,7 +30,7 @@ DELTA_CONF = {
 
 
 def s3a_conf(settings: MeshSettings) -> dict[str, str]:
-    """Hadoop's s3a file system from settings; credentials from the environment only (Spark redacts them)."""
+    """Hadoop's s3a file system from settings (no secrets: these may show on a process's command line)."""
     s3 = settings.s3
     conf = {"spark.hadoop.fs.s3a.path.style.access": str(s3.path_style_access).lower()}
     if s3.endpoint:
@@ -38,16 +38,24 @@ def s3a_conf(settings: MeshSettings) -> dict[str, str]:
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(s3.endpoint.startswith("https://")).lower()
     if s3.region:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = s3.region
-    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
-    if key and secret:
-        conf["spark.hadoop.fs.s3a.access.key"] = key
-        conf["spark.hadoop.fs.s3a.secret.key"] = secret
-        if token := os.environ.get("AWS_SESSION_TOKEN"):
-            conf["spark.hadoop.fs.s3a.session.token"] = token
-            conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
-                "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
-            )
     return conf
+
+
+def s3a_credentials() -> dict[str, str]:
+    """s3a credentials from the environment only, for a running session's Hadoop configuration.
+
+    Set there rather than as Spark configuration, they never appear on the JVM's command line, and tasks on a
+    cluster's executors receive them with the job's Hadoop configuration. Without them Hadoop's default AWS
+    chain applies (environment, instance profile, web identity).
+    """
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if not (key and secret):
+        return {}
+    credentials = {"fs.s3a.access.key": key, "fs.s3a.secret.key": secret}
+    if token := os.environ.get("AWS_SESSION_TOKEN"):
+        credentials["fs.s3a.session.token"] = token
+        credentials["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    return credentials
 
 
 def spark_conf(settings: MeshSettings) -> dict[str, str]:
@@ -107,6 +115,10 @@ def get_spark(settings: MeshSettings | None = None) -> SparkSession:
             _session = builder.getOrCreate()
             if not settings.spark.master.startswith("sc://"):
                 _session.sparkContext.setLogLevel(settings.spark.log_level)
+                if settings.uses_s3a:
+                    hadoop = _session.sparkContext._jsc.hadoopConfiguration()
+                    for key, value in s3a_credentials().items():
+                        hadoop.set(key, value)
         return _session
 
 

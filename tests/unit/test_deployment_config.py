@@ -12,7 +12,7 @@ import pytest
 from mesh_assets.cli import commands
 from mesh_assets.engine.connect_server import SERVER_CLASS, server_command
 from mesh_assets.engine.jars import JarsMissingError, cached
-from mesh_assets.engine.session import spark_conf
+from mesh_assets.engine.session import s3a_credentials, spark_conf
 from mesh_assets.factory.sql import bind_parameters
 from mesh_assets.settings import MeshSettings, get_settings
 
@@ -47,7 +47,7 @@ def test_a_local_warehouse_loads_only_the_core_jars_and_no_object_storage(jars: 
 
 
 def test_an_s3a_warehouse_adds_the_s3a_jars_and_configures_the_store(
-    jars: Path, monkeypatch: pytest.MonkeyPatch, no_aws
+    jars: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key-id")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -58,13 +58,21 @@ def test_an_s3a_warehouse_adds_the_s3a_jars_and_configures_the_store(
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "us-east-1"
-    assert (conf["spark.hadoop.fs.s3a.access.key"], conf["spark.hadoop.fs.s3a.secret.key"]) == ("key-id", "secret")
-    assert "spark.hadoop.fs.s3a.aws.credentials.provider" not in conf
+    # secrets never become Spark configuration (it is the JVM's command line); the running session gets them
+    assert not any("secret" in value or "key-id" in value for value in conf.values())
+    assert s3a_credentials() == {"fs.s3a.access.key": "key-id", "fs.s3a.secret.key": "secret"}
 
 
-def test_without_credentials_in_the_environment_hadoops_default_chain_applies(jars: Path, no_aws) -> None:
-    conf = spark_conf(settings(jars, warehouse="s3a://lake/warehouse"))
-    assert not any(key.endswith((".access.key", ".secret.key")) for key in conf)
+def test_a_session_token_switches_to_temporary_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "AWS_SESSION_TOKEN": "c"}.items():
+        monkeypatch.setenv(name, value)
+    credentials = s3a_credentials()
+    assert credentials["fs.s3a.session.token"] == "c"
+    assert credentials["fs.s3a.aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
+
+
+def test_without_credentials_in_the_environment_hadoops_default_chain_applies(no_aws) -> None:
+    assert s3a_credentials() == {}
 
 
 def test_s3_credentials_are_not_settings() -> None:
