@@ -194,12 +194,12 @@ def dagster_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dagst
     Not yet serving: a test prepares its data meanwhile, then calls ``start`` for the webserver and daemon.
     The instance's storage is created here, once, before any service opens it.
     """
-    from mesh_assets.cli.commands import INSTANCE_YAML
+    from mesh_assets.cli.commands import instance_yaml
 
     base = tmp_path_factory.mktemp("dagster")
     mesh_home = base / "mesh-home"
     (mesh_home / "dagster").mkdir(parents=True)
-    (mesh_home / "dagster" / "dagster.yaml").write_text(INSTANCE_YAML)
+    (mesh_home / "dagster" / "dagster.yaml").write_text(instance_yaml("sqlite"))
     (base / "logs").mkdir()
     url = f"http://127.0.0.1:{free_port()}"
     workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
