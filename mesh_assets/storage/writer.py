@@ -168,5 +168,5 @@ def commit(
     try:
         writer.save(location)
     except Exception as exc:
-        raise _failed(spark, exc, name or location, keys, before) from exc
+        raise _failed(spark, exc, name or location, location, keys, before) from exc
     return WriteResult(location, latest_version(spark, location), rows, counts, staged.schema)

@@ -1,0 +1,213 @@
+"""Bad input is refused before anything is written, with a message naming the file, field or value.
+
+The governance rules have their own tests (``test_governance.py``); these are the cases they do not cover:
+SQL that writes instead of reading, products writing another domain's table, malformed check and window
+declarations, bad values given to ``mesh backfill`` and ``mesh ingest``, and an outside writer's partition
+values that are not dates. ``docs/reliability.md`` maps every case to its test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets.automation.observer import observe
+from mesh_assets.cli import commands, main
+from mesh_assets.factory import definitions
+from mesh_assets.factory.definitions import mesh_definitions
+from mesh_assets.factory.sql import rewrite_tables
+from mesh_assets.settings import get_settings
+from mesh_assets.spec.discovery import load_all
+from mesh_assets.spec.errors import SpecError
+from mesh_assets.spec.model import DataProduct, ExternalTable
+from mesh_assets.spec.queries import NotAQuery
+from mesh_assets.spec.validate import validate
+from mesh_assets.storage.tables import TableRegistry
+
+ROOT = Path(__file__).resolve().parents[2]
+BAD_SPECS = ROOT / "tests" / "fixtures" / "reliability" / "bad_specs"
+IDENT = "use lower-case letters, digits and '_', starting with a letter"
+INJECTIONS = ["2024-02-30", "'; DROP TABLE x", "../x", "2021-06-01' OR '1'='1"]
+
+
+def E(file: str, line: int, field: str, message: str) -> SpecError:
+    return SpecError(f"domains/sales/{file}", line, field, message)
+
+
+@pytest.fixture(scope="module")
+def errors() -> list[SpecError]:
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(BAD_SPECS)
+    try:
+        return validate(load_all(Path("domains")))
+    finally:
+        os.chdir(cwd)
+
+
+def test_sql_that_writes_is_refused(errors):
+    assert [e for e in errors if e.file.endswith("writes.yaml")] == [
+        E("writes.yaml", 6, "tables.0.sql", "SQL must be a single read-only query (SELECT ...), not DELETE"),
+        E("writes.yaml", 9, "tables.1.sql", "SQL must be a single query, found 2 statements"),
+        E("writes.yaml", 12, "tables.2.sql", "SQL must be a single read-only query (SELECT ...), not INSERT"),
+    ]
+
+
+def test_sql_checks_read_only_the_staged_rows(errors):
+    # the first check (a query over staged) is fine
+    assert [e for e in errors if e.file.endswith("sql_checks.yaml")] == [
+        E("sql_checks.yaml", 6, "tables.0.checks.1.sql", "SQL must be a single read-only query (SELECT ...), not DROP"),
+        E("sql_checks.yaml", 6, "tables.0.checks.2.sql", "a sql check reads only 'staged', not billing.invoices"),
+        E("sql_checks.yaml", 6, "tables.0.checks.3.sql", "SQL must be a single query, found 2 statements"),
+    ]
+
+
+def test_a_product_cannot_write_another_domains_table(errors):
+    assert [e for e in errors if "billing" in e.file or "other_domain" in e.file] == [
+        E("billing_invoices.py", 7, "domain", "product says domain 'billing' but lives in domains/sales/"),
+        E("other_domain.yaml", 6, "tables.0.table", f"Value error, invalid identifier 'billing.invoices': {IDENT}"),
+    ]
+
+
+def test_malformed_checks_windows_and_columns_are_refused(errors):
+    injected = "DROP TABLE sales.orders"
+    assert [e for e in errors if e.file.endswith("/checks.yaml")] == [
+        E("checks.yaml", 6, "tables.0.inputs.orders.window.kind", "Input should be 'same', 'last' or 'all'"),
+        E(
+            "checks.yaml",
+            7,
+            "tables.0.partition_column",
+            f"Value error, invalid identifier 'p_date; {injected}': {IDENT}",
+        ),
+        E(
+            "checks.yaml",
+            10,
+            "tables.0.checks.0.accepted_values.column",
+            f"Value error, invalid identifier 'kind; DROP TABLE x': {IDENT}",
+        ),
+        E("checks.yaml", 11, "tables.0.checks.1.not_null.columns", "Field required"),
+        E("checks.yaml", 11, "tables.0.checks.1.not_null.colums", "unknown field 'colums'"),
+        E(
+            "checks.yaml",
+            12,
+            "tables.0.checks.2.row_count.min",
+            "Input should be a valid integer, unable to parse string as an integer",
+        ),
+        E("checks.yaml", 14, "tables.1.inputs.orders.window.n", "Input should be less than or equal to 3660"),
+    ]
+
+
+def test_the_valid_product_next_to_the_bad_ones_is_not_reported(errors):
+    assert not [e for e in errors if e.file.endswith("orders.yaml")]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM food_delivery.orders",
+        "DROP TABLE food_delivery.orders",
+        "SELECT 1; DROP TABLE food_delivery.orders",
+        "SET spark.sql.ansi.enabled=false",
+        "CREATE TABLE x.y AS SELECT 1",
+    ],
+)
+def test_runtime_refuses_sql_that_is_not_one_query(sql):
+    # a spec that skipped validation still cannot reach Spark with a statement that writes
+    with pytest.raises(NotAQuery):
+        rewrite_tables(sql, {("food_delivery", "orders"): "v"})
+
+
+@pytest.mark.parametrize("domain, table", [("../x", "t"), ("sales", "a/b"), ("sales", "x; DROP TABLE y"), ("", "t")])
+def test_table_locations_refuse_path_separators_and_sql(domain, table):
+    with pytest.raises(ValueError, match="invalid identifier"):
+        TableRegistry("/warehouse").location(domain, table)
+
+
+@pytest.fixture(scope="module")
+def example_mesh() -> dg.Definitions:
+    return mesh_definitions(ROOT / "domains")
+
+
+@pytest.fixture
+def cli_instance(monkeypatch, example_mesh):
+    """``mesh backfill`` on a throwaway instance, over the example mesh loaded once for the module."""
+    instance = dg.DagsterInstance.ephemeral()
+    monkeypatch.setattr(commands, "persistent_instance", lambda: contextlib.nullcontext(instance))
+    monkeypatch.setattr(definitions, "mesh_definitions", lambda: example_mesh)
+    return instance
+
+
+@pytest.mark.parametrize("key", INJECTIONS)
+def test_backfill_refuses_bad_partition_keys_and_launches_nothing(cli_instance, capsys, key):
+    for start, end in ((key, "2021-06-06"), ("2021-06-04", key)):
+        assert main.main(["backfill", "food_delivery.orders", "--start", start, "--end", end]) == 2
+        assert f"invalid daily partition key {key!r}" in capsys.readouterr().out
+    assert cli_instance.get_backfills() == []
+
+
+@pytest.mark.parametrize("asset", ["../x/orders", "food_delivery/orders; DROP TABLE x", "billing.invoices"])
+def test_backfill_refuses_unknown_assets(cli_instance, capsys, asset):
+    assert main.main(["backfill", asset, "--start", "2021-06-04", "--end", "2021-06-04"]) == 2
+    assert f"unknown asset {asset!r}" in capsys.readouterr().out
+    assert cli_instance.get_backfills() == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--start", "2021-06-01T00'; DROP TABLE x"], "expected YYYY-MM-DDTHH"),
+        (["--start", "../x"], "expected YYYY-MM-DDTHH"),
+        (["--start", "2024-02-30T00"], "expected YYYY-MM-DDTHH"),
+        (["--start", "2021-06-01T00", "--hours", "0"], "expected 1..8784"),
+        (["--start", "2021-06-01T00", "--hours", "100000"], "expected 1..8784"),
+    ],
+)
+def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, args, message):
+    warehouse = tmp_path / "warehouse"
+    monkeypatch.setenv("MESH_WAREHOUSE", str(warehouse))
+    get_settings.cache_clear()
+    try:
+        assert main.main(["ingest", *args]) == 2
+    finally:
+        get_settings.cache_clear()
+    assert message in capsys.readouterr().out
+    assert not warehouse.exists()
+
+
+def _commit(log: Path, version: int, values: list[str]) -> None:
+    log.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps({"add": {"path": f"p_date={v}/part-{i}.parquet", "partitionValues": {"p_date": v}}})
+        for i, v in enumerate(values)
+    ]
+    (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+
+
+def test_observer_skips_partition_values_that_are_not_dates(tmp_path):
+    # an outside writer with a string partition column: its values never become partition keys
+    product = DataProduct(
+        domain="central",
+        name="landing",
+        owner="team:central",
+        contacts=[{"kind": "chat", "value": "#central"}],
+        external=(ExternalTable(table="raw"),),
+    )
+    registry = TableRegistry(str(tmp_path))
+    log = Path(registry.location("central", "raw")) / "_delta_log"
+    _commit(log, 0, ["2021-06-01", "2021-06-01'; DROP TABLE x", "../x"])
+    _commit(log, 1, ["2024-02-30", "2021-06-02"])
+    warnings: list[str] = []
+
+    events, cursor = observe([product], registry, {}, warnings.append)
+
+    assert [e.partition for e in events] == ["2021-06-01", "2021-06-02"]
+    assert cursor == {"central.raw": 1}  # the bad commits do not stop the observer
+    assert sorted(warnings) == sorted(
+        f"central.raw version {v}: partition value {value!r} of p_date is not a daily partition; skipped"
+        for v, value in [(0, "../x"), (0, "2021-06-01'; DROP TABLE x"), (1, "2024-02-30")]
+    )
