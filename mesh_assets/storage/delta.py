@@ -33,3 +33,13 @@ def latest_version(spark: SparkSession, location: str) -> int:
     if not is_connect(spark):
         return DeltaTable.forPath(spark, location).history(1).collect()[0]["version"]
     return spark.sql(f"DESCRIBE HISTORY {path_identifier(location)} LIMIT 1").collect()[0]["version"]
+
+
+def committed_version(spark: SparkSession, location: str, metadata: str | None) -> int:
+    """The version a write just committed, found by its commit metadata: a writer of other partitions may
+    have committed after it, so the latest version is not necessarily this write's."""
+    if not is_connect(spark):
+        history = DeltaTable.forPath(spark, location).history(20).select("version", "userMetadata").collect()
+    else:
+        history = spark.sql(f"DESCRIBE HISTORY {path_identifier(location)} LIMIT 20").collect()
+    return next((row["version"] for row in history if metadata and row["userMetadata"] == metadata), history[0][0])

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
-from mesh_assets.storage.delta import is_delta_table, latest_version
+from mesh_assets.storage.delta import committed_version, is_delta_table, latest_version
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
 
 CONFLICTS = (
@@ -162,11 +162,12 @@ def commit(
     else:
         writer = staged.write.format("delta").mode("overwrite")
         rows = staged.count()
-    if commit_info:
-        writer = writer.option("userMetadata", json.dumps(commit_info, sort_keys=True))
+    metadata = json.dumps(commit_info, sort_keys=True) if commit_info else None
+    if metadata:
+        writer = writer.option("userMetadata", metadata)
     before = _version_or_none(spark, location)
     try:
         writer.save(location)
     except Exception as exc:
         raise _failed(spark, exc, name or location, location, keys, before) from exc
-    return WriteResult(location, latest_version(spark, location), rows, counts, staged.schema)
+    return WriteResult(location, committed_version(spark, location, metadata), rows, counts, staged.schema)
