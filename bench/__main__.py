@@ -15,7 +15,15 @@ from pathlib import Path
 
 from bench.common import ROOT, Result, machine
 
-SUITE = ["definitions_load", "partition_overhead", "backfill", "writes", "observer_tick", "automation_tick"]
+SUITE = [
+    "definitions_load",
+    "partition_overhead",
+    "backfill",
+    "writes",
+    "observer_tick",
+    "automation_tick",
+    "connect_startup",
+]
 
 
 def render(results: list[Result], failures: dict[str, str]) -> str:
