@@ -23,6 +23,7 @@ SUITE = [
     "observer_tick",
     "automation_tick",
     "demo_end_to_end",
+    "connect_startup",
 ]
 
 

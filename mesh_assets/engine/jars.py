@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 
 import pyspark
@@ -61,7 +60,7 @@ def provision(dest: Path) -> list[Path]:
     """Resolve the pom and its profiles with Maven into ``dest`` (idempotent: a complete cache is left as it is)."""
     marker = dest / ".complete"
     if marker.exists() and marker.read_text() == POM.read_text():
-        return cached(dest, EXTRAS)
+        return [*cached(dest), *(j for extra in EXTRAS for j in cached_extra(dest, extra))]
     marker.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         shipped = pyspark_artifacts()
@@ -69,17 +68,20 @@ def provision(dest: Path) -> list[Path]:
         for extra in EXTRAS:
             _keep(_resolve(Path(tmp) / extra, extra), dest / extra, shipped | core)
     marker.write_text(POM.read_text())
-    return cached(dest, EXTRAS)
+    return [*cached(dest), *(j for extra in EXTRAS for j in cached_extra(dest, extra))]
 
 
-def cached(dest: Path, extras: Iterable[str] = ()) -> list[Path]:
-    """The cached core jars plus those of ``extras``, or a clear error telling how to fetch them."""
+def cached(dest: Path) -> list[Path]:
+    """The cached core jars, or a clear error telling how to fetch them."""
     jars = sorted(dest.glob("*.jar"))
     if not (dest / ".complete").exists() or not any("delta-spark" in j.name for j in jars):
         raise JarsMissingError(f"Delta Lake jars are not in {dest}; run `make setup` (or `mesh setup`) once.")
-    for extra in extras:
-        found = sorted((dest / extra).glob("*.jar"))
-        if not found:
-            raise JarsMissingError(f"the {extra} jars are not in {dest / extra}; run `make setup` (or `mesh setup`).")
-        jars += found
+    return jars
+
+
+def cached_extra(dest: Path, extra: str) -> list[Path]:
+    """The cached jars of one optional set (a pom profile), or a clear error telling how to fetch them."""
+    jars = sorted((dest / extra).glob("*.jar"))
+    if not (dest / ".complete").exists() or not jars:
+        raise JarsMissingError(f"the {extra} jars are not in {dest / extra}; run `make setup` (or `mesh setup`).")
     return jars

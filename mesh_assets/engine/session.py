@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from mesh_assets.engine.jars import cached
+from mesh_assets.engine.jars import cached, cached_extra
 from mesh_assets.settings import MeshSettings, get_settings
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -82,9 +82,14 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if not spark.master.startswith("sc://"):
-        extras = ["s3a"] if settings.uses_s3a else []
-        conf["spark.jars"] = ",".join(str(j) for j in cached(settings.jars_path, extras))
+        conf["spark.jars"] = ",".join(str(j) for j in cached(settings.jars_path))
         if settings.uses_s3a:
+            s3a = [str(j) for j in cached_extra(settings.jars_path, "s3a")]
+            if spark.master.startswith("local"):
+                # one JVM: on its class path as they are (spark.jars would copy the 650 MB AWS bundle per session)
+                conf["spark.driver.extraClassPath"] = os.pathsep.join(s3a)
+            else:
+                conf["spark.jars"] += "," + ",".join(s3a)  # shipped to the executors
             conf.update(s3a_conf(settings))
     conf.update(spark.conf)
     return conf

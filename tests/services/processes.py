@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -45,17 +46,16 @@ def wait_for_port(port: int, process: subprocess.Popen | None, log: Path, timeou
 
 
 def stop(process: subprocess.Popen, grace: float = 20) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after ``grace`` seconds."""
-    if process.poll() is not None:
-        return
+    """SIGTERM the process group, SIGKILL it after ``grace`` seconds, and kill any member left behind."""
     try:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
     except ProcessLookupError:
-        pass
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(10)
 
 
 def run(command: Sequence[str], log: Path, env: dict[str, str], timeout: float = 600) -> str:

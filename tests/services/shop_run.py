@@ -19,7 +19,7 @@ import dagster as dg
 import shop
 
 from mesh_assets import MeshResource
-from mesh_assets.engine.session import get_spark, stop_spark
+from mesh_assets.engine.session import stop_spark
 from mesh_assets.settings import get_settings
 
 
@@ -33,17 +33,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     mesh = MeshResource()
-    spark = get_spark()
     keys = [a.split("/") for a in args.assets]
-    if args.land:
-        shop.land(spark, mesh.registry, [date.fromisoformat(d) for d in args.land])
-    out: dict = {"master": get_settings().spark.master, "session": type(spark).__module__, "runs": [], "rows": {}}
+    if args.land:  # otherwise Spark starts inside the first run, as in a run process of a deployment
+        shop.land(mesh.spark, mesh.registry, [date.fromisoformat(d) for d in args.land])
+    out: dict = {"master": get_settings().spark.master, "runs": [], "rows": {}}
     with dg.DagsterInstance.get() if args.instance == "home" else dg.DagsterInstance.ephemeral() as instance:
         for partition in args.partitions:
             result = shop.materialize(instance, mesh, keys, partition)
             out["runs"].append({"partition": partition, "run_id": result.run_id, "success": result.success})
+    out["session"] = type(mesh.spark).__module__
     if args.rows:
-        out["rows"] = {"/".join(k): shop.rows(spark, mesh.registry, k) for k in keys}
+        out["rows"] = {"/".join(k): shop.rows(mesh.spark, mesh.registry, k) for k in keys}
     stop_spark()
     print(json.dumps(out))
     return 0 if all(r["success"] for r in out["runs"]) else 1

@@ -11,7 +11,7 @@ import pytest
 
 from mesh_assets.cli import commands
 from mesh_assets.engine.connect_server import SERVER_CLASS, server_command
-from mesh_assets.engine.jars import JarsMissingError, cached
+from mesh_assets.engine.jars import JarsMissingError, cached_extra
 from mesh_assets.engine.session import s3a_credentials, spark_conf
 from mesh_assets.factory.sql import bind_parameters
 from mesh_assets.settings import MeshSettings, get_settings
@@ -44,6 +44,7 @@ def test_a_local_warehouse_loads_only_the_core_jars_and_no_object_storage(jars: 
     conf = spark_conf(settings(jars))
     assert conf["spark.jars"].split(",") == [str(p) for p in sorted(jars.glob("*.jar"))]
     assert not any(key.startswith("spark.hadoop.fs.s3a") for key in conf)
+    assert "spark.driver.extraClassPath" not in conf
 
 
 def test_an_s3a_warehouse_adds_the_s3a_jars_and_configures_the_store(
@@ -53,7 +54,11 @@ def test_an_s3a_warehouse_adds_the_s3a_jars_and_configures_the_store(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     s3 = {"endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "path_style_access": True}
     conf = spark_conf(settings(jars, warehouse="s3a://lake/warehouse", s3=s3))
-    assert [Path(j).name for j in conf["spark.jars"].split(",")][-2:] == ["bundle-2.35.4.jar", "hadoop-aws-3.5.0.jar"]
+    s3a = [str(jars / "s3a" / "bundle-2.35.4.jar"), str(jars / "s3a" / "hadoop-aws-3.5.0.jar")]
+    assert conf["spark.driver.extraClassPath"].split(":") == s3a  # local: on the class path, never copied
+    assert not any("s3a" in Path(j).parent.name for j in conf["spark.jars"].split(","))
+    cluster = spark_conf(settings(jars, warehouse="s3a://lake/warehouse", spark={"master": "spark://127.0.0.1:7077"}))
+    assert cluster["spark.jars"].split(",")[-2:] == s3a and "spark.driver.extraClassPath" not in cluster
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
@@ -88,7 +93,7 @@ def test_missing_s3a_jars_name_the_fix(jars: Path) -> None:
     for jar in (jars / "s3a").glob("*.jar"):
         jar.unlink()
     with pytest.raises(JarsMissingError, match="mesh setup"):
-        cached(jars, ["s3a"])
+        cached_extra(jars, "s3a")
 
 
 def test_the_connect_server_runs_pysparks_server_class_with_mesh_jars_and_delta(jars: Path) -> None:
