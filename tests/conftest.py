@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from receiver import json_receiver
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,18 +44,7 @@ def spark(mesh_home: Path):
 def webhook(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[dict], Callable[[str], None]]]:
     """A chat-webhook receiver on 127.0.0.1; ``point(domain)`` routes that domain's alerts to it."""
     received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = json_receiver(lambda _path, body: received.append(body))
 
     def point(domain: str) -> None:
         monkeypatch.setenv(f"MESH_ALERT_WEBHOOK_{domain.upper()}", f"http://127.0.0.1:{server.server_port}/hook")

@@ -14,16 +14,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import HTTPServer
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from receiver import json_receiver
 
 from mesh_assets.cli.commands import instance_yaml
 from mesh_assets.storage.partitions import PartitionRange
@@ -50,18 +50,7 @@ class MeshProcess:
 
 def receiver() -> tuple[HTTPServer, list[dict]]:
     received: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = json_receiver(lambda _path, body: received.append(body))
     return server, received
 
 

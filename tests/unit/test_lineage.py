@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import jsonschema
 import pytest
 from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.serde import Serde
+from receiver import json_receiver
 
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event, dataset_name, run_uuid
@@ -168,18 +167,7 @@ def test_mermaid(tmp_path):
 
 def test_http_transport_posts_to_a_marquez_style_endpoint(monkeypatch):
     received: list[tuple[str, dict]] = []
-
-    class Marquez(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
-            self.send_response(201)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = HTTPServer(("127.0.0.1", 0), Marquez)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = json_receiver(lambda path, body: received.append((path, body)), status=201)
     try:
         settings = MeshSettings(lineage={"transport": "http", "url": f"http://127.0.0.1:{server.server_port}"})
         client = make_client(settings)
