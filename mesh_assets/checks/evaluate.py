@@ -1,7 +1,9 @@
 """Evaluating checks on staged data, per partition, before anything is published.
 
-Each check turns into a few Spark aggregations over the staged DataFrame grouped by partition, so a
-year-long single-run backfill evaluates every check in a handful of jobs, not one job per day.
+Checks are grouped by partition, so a year-long single-run backfill evaluates every check in a handful of
+jobs, not one job per day. Row counts and every check judged row by row (``not_null``, ``accepted_values``)
+share one aggregation, the *tally*; on freshly staged data it is also the job that fills the staging cache,
+so a product with only such checks pays one Spark job for staging, counting and checking together.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import math
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mesh_assets.checks.spec import (
@@ -69,6 +72,24 @@ def checks_of(output: Output | ExternalTable) -> list[CheckSpec]:
     return checks
 
 
+def row_failure(check: CheckSpec) -> Column | None:
+    """The condition a failing row meets, for checks judged row by row; None for any other check."""
+    if isinstance(check, NotNull):
+        return reduce(lambda a, b: a | b, (F.col(c).isNull() for c in check.columns))
+    if isinstance(check, AcceptedValues):
+        column = F.col(check.column)
+        return column.isNotNull() & ~column.isin(list(check.values))
+    return None
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Every check's outcomes and the staged rows per partition key, from one evaluation."""
+
+    outcomes: list[CheckOutcome]
+    counts: dict[str, int]
+
+
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v if isinstance(v, int | float | str | bool | type(None)) else str(v) for k, v in row.items()}
 
@@ -81,6 +102,7 @@ class _Evaluation:
         staged: DataFrame,
         part: PartitionRange | None,
         location: str | None,
+        checks: list[CheckSpec],
     ):
         self.spark, self.output, self.part, self.location = spark, output, part, location
         self.keys = part.keys() if part else [UNPARTITIONED]
@@ -89,14 +111,27 @@ class _Evaluation:
             self.staged = staged.withColumn(PK, F.date_format(output.partition_column, fmt))
         else:
             self.staged = staged.withColumn(PK, F.lit(UNPARTITIONED))
+        self.row_checks = {check: cond for check in checks if (cond := row_failure(check)) is not None}
         self._counts: dict[str, int] | None = None
+        self._failing: dict[CheckSpec, dict[str, int]] = {}
 
     def counts(self) -> dict[str, int]:
+        """Rows per partition key (every key of the run, plus any key the data has outside it)."""
         if self._counts is None:
-            self._counts = {k: 0 for k in self.keys}
-            for row in self.staged.groupBy(PK).count().collect():
-                self._counts[row[PK]] = row["count"]
+            self._tally()
+        assert self._counts is not None
         return self._counts
+
+    def _tally(self) -> None:
+        named = {f"f{i}": check for i, check in enumerate(self.row_checks)}
+        aggregates = [F.count(F.lit(1)).alias("rows")]
+        aggregates += [F.sum(F.when(self.row_checks[c], 1).otherwise(0)).alias(n) for n, c in named.items()]
+        self._counts = {k: 0 for k in self.keys}
+        self._failing = {check: {} for check in self.row_checks}
+        for row in self.staged.groupBy(PK).agg(*aggregates).collect():
+            self._counts[row[PK]] = row["rows"]
+            for name, check in named.items():
+                self._failing[check][row[PK]] = int(row[name])
 
     def outcome(self, check: CheckSpec, key: str, passed: bool, **kwargs: Any) -> CheckOutcome:
         return CheckOutcome(check, None if key == UNPARTITIONED else key, passed, **kwargs)
@@ -105,9 +140,14 @@ class _Evaluation:
         """Outcomes from a DataFrame of failing rows (each row a failure, or ``weight`` failures)."""
         agg = F.sum(weight) if weight else F.count(F.lit(1))
         per_key = {r[PK]: int(r["n"]) for r in failing.groupBy(PK).agg(agg.alias("n")).collect()}
+        return self._outcomes(check, failing, per_key)
+
+    def _outcomes(self, check: CheckSpec, failing: DataFrame, per_key: dict[str, int]) -> list[CheckOutcome]:
+        """One outcome per key; sample rows are read only when something failed."""
         samples: dict[str, list[dict[str, Any]]] = {}
-        if per_key:
-            for row in failing.limit(SAMPLE_ROWS * min(len(per_key), 20)).collect():
+        failed = [k for k, n in per_key.items() if n]
+        if failed:
+            for row in failing.limit(SAMPLE_ROWS * min(len(failed), 20)).collect():
                 data = row.asDict()
                 samples.setdefault(data.pop(PK), []).append(_jsonable(data))
         return [
@@ -125,19 +165,19 @@ class _Evaluation:
         handler = getattr(self, f"_{check.kind}")
         return handler(check)
 
+    def _row_check(self, check: CheckSpec) -> list[CheckOutcome]:
+        self.counts()
+        return self._outcomes(check, self.staged.where(self.row_checks[check]), self._failing[check])
+
     def _not_null(self, check: NotNull) -> list[CheckOutcome]:
-        condition = F.lit(False)
-        for column in check.columns:
-            condition = condition | F.col(column).isNull()
-        return self.failing(check, self.staged.where(condition))
+        return self._row_check(check)
 
     def _unique(self, check: Unique) -> list[CheckOutcome]:
         dups = self.staged.groupBy(PK, *check.keys).count().where(F.col("count") > 1)
         return self.failing(check, dups.withColumnRenamed("count", "copies"), weight="copies")
 
     def _accepted_values(self, check: AcceptedValues) -> list[CheckOutcome]:
-        column = F.col(check.column)
-        return self.failing(check, self.staged.where(column.isNotNull() & ~column.isin(list(check.values))))
+        return self._row_check(check)
 
     def _sql(self, check: SqlAssertion) -> list[CheckOutcome]:
         view = f"mesh_staged_{uuid.uuid4().hex[:10]}"
@@ -158,7 +198,7 @@ class _Evaluation:
 
     def _row_count(self, check: RowCount) -> list[CheckOutcome]:
         out = []
-        for key, n in self.counts().items():
+        for key, n in self._run_counts().items():
             low = check.min is not None and n < check.min
             high = check.max is not None and n > check.max
             reason = f"{n} rows, expected " + " and ".join(
@@ -171,7 +211,7 @@ class _Evaluation:
     def _volume_anomaly(self, check: VolumeAnomaly) -> list[CheckOutcome]:
         history = self._published_counts(check.trailing)
         out = []
-        for key, n in self.counts().items():
+        for key, n in self._run_counts().items():
             previous = [history[k] for k in sorted(history) if k < key][-check.trailing :]
             if len(previous) < 3:
                 out.append(self.outcome(check, key, True, detail={"rows": n, "reason": "not enough history"}))
@@ -182,6 +222,10 @@ class _Evaluation:
             reason = f"{n} rows vs mean {mean:.1f} ± {check.k}·{std:.1f} over {len(previous)} partitions"
             out.append(self.outcome(check, key, passed, detail={"rows": n, "mean": mean, "std": std, "reason": reason}))
         return out
+
+    def _run_counts(self) -> dict[str, int]:
+        counts = self.counts()
+        return {k: counts[k] for k in self.keys}
 
     def _published_counts(self, trailing: int) -> dict[str, int]:
         if self.part is None or self.location is None or not is_delta_table(self.spark, self.location):
@@ -224,6 +268,25 @@ def schema_drift(output: Output | ExternalTable, df: DataFrame) -> list[str]:
     return drift
 
 
+def audit(
+    spark: SparkSession,
+    output: Output | ExternalTable,
+    staged: DataFrame,
+    part: PartitionRange | None,
+    location: str | None = None,
+    checks: Iterable[CheckSpec] | None = None,
+) -> Audit:
+    """Every check of ``output`` (or ``checks``) on ``staged``, and its rows per partition key.
+
+    The counts come from the same tally as the row checks, and include keys outside ``part`` if the data has
+    rows there, so the writer can refuse them by name.
+    """
+    selected = list(checks if checks is not None else checks_of(output))
+    evaluation = _Evaluation(spark, output, staged, part, location, selected)
+    counts = evaluation.counts()
+    return Audit([o for check in selected for o in evaluation.run(check)], counts)
+
+
 def evaluate(
     spark: SparkSession,
     output: Output | ExternalTable,
@@ -233,8 +296,7 @@ def evaluate(
     checks: Iterable[CheckSpec] | None = None,
 ) -> list[CheckOutcome]:
     """Every check of ``output`` on ``staged``, one outcome per check and partition."""
-    evaluation = _Evaluation(spark, output, staged, part, location)
-    return [o for check in (checks if checks is not None else checks_of(output)) for o in evaluation.run(check)]
+    return audit(spark, output, staged, part, location, checks).outcomes
 
 
 def failed_partitions(outcomes: Iterable[CheckOutcome]) -> dict[str | None, list[CheckOutcome]]:

@@ -13,7 +13,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from mesh_assets.checks.evaluate import CheckOutcome, evaluate, failed_partitions
+from mesh_assets.checks.evaluate import CheckOutcome, audit, failed_partitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import is_connect
 from mesh_assets.factory.context import ProductContext
@@ -221,7 +221,8 @@ def run_output(
     seen = {"reads": reads, "undeclared_reads": undeclared, "undeclared_names": names}
     staged = stage(df)
     try:
-        outcomes = [o for o in evaluate(spark, t.output, staged, part, location) if o.partition not in blocked]
+        audited = audit(spark, t.output, staged, part, location)
+        outcomes = [o for o in audited.outcomes if o.partition not in blocked]
         failed = failed_partitions(outcomes)
         if part is None and None in failed:
             return RunOutcome(None, part, outcomes, failed, blocked=blocked, **seen)
@@ -237,6 +238,7 @@ def run_output(
             publish=publish if failed or blocked else None,
             commit_info={"dagster_run_id": run_id, "asset": info.ref},
             name=info.ref,
+            counts=audited.counts,
         )
     finally:
         staged.unpersist()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
-from mesh_assets.storage.delta import committed_version, is_delta_table, latest_version
+from mesh_assets.storage.delta import committed_version, version_or_none
 from mesh_assets.storage.partitions import PartitionRange, format_key, step
 
 CONFLICTS = (
@@ -71,10 +71,6 @@ def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[da
     return f"`{col}` IN ({', '.join(_sql_literal(partitions.literal(v)) for v in values)})"
 
 
-def _version_or_none(spark: SparkSession, location: str) -> int | None:
-    return latest_version(spark, location) if is_delta_table(spark, location) else None
-
-
 def failure_cause(exc: BaseException) -> str:
     """Why a write failed, in the words of its innermost cause (the OS or Delta), not Spark's wrappers."""
     if isinstance(exc, CONFLICTS):
@@ -96,7 +92,7 @@ def _failed(
     listed = ", ".join(keys) if len(keys) <= 5 else f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"
     what = f"{name} partition{'s' if len(keys) > 1 else ''} {listed}" if keys else name
     try:
-        after = _version_or_none(spark, location)
+        after = version_or_none(spark, location)
     except Exception:
         after = before
     if after is None:
@@ -109,13 +105,13 @@ def _failed(
 
 
 def stage(df: DataFrame) -> DataFrame:
-    """Compute ``df`` once into executor storage: invisible to readers, re-used by checks and the write."""
-    staged = df.persist(StorageLevel.MEMORY_AND_DISK)
-    staged.count()
-    return staged
+    """Mark ``df`` to be computed once into executor storage: invisible to readers, re-used by checks and the
+    write. Its first action fills the cache; Mesh makes that the audit's tally, so staging costs no job."""
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def partition_counts(staged: DataFrame, column: str, partitions: PartitionRange) -> dict[str, int]:
+    """Rows per partition key, every key of ``partitions`` included (a job; pass known counts to skip it)."""
     counts = {k: 0 for k in partitions.keys()}
     fmt = "yyyy-MM-dd" if partitions.kind == "daily" else "yyyy-MM-dd-HH:mm"
     for row in staged.groupBy(F.date_format(column, fmt).alias("k")).count().collect():
@@ -133,19 +129,22 @@ def commit(
     publish: Sequence[datetime] | None = None,
     commit_info: dict[str, str] | None = None,
     name: str | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> WriteResult:
     """Publish staged rows in one Delta commit.
 
     With ``partitions`` the commit replaces exactly ``publish`` (default: the whole range) and drops staged
-    rows of other partitions; without, it replaces the whole table. A failed commit raises
-    :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
+    rows of other partitions; without, it replaces the whole table. ``counts`` are the staged rows per
+    partition key (the whole table's under any one key when unpartitioned), when the caller already has them.
+    A failed commit raises :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
     """
-    counts: dict[str, int] = {}
+    published: dict[str, int] = {}
     keys: list[str] = []
     if partitions is not None and partition_column is not None:
         chosen = list(publish) if publish is not None else partitions.values()
         keys = sorted(format_key(v, partitions.kind) for v in chosen)
-        counts = {k: n for k, n in partition_counts(staged, partition_column, partitions).items() if k in keys}
+        known = counts if counts is not None else partition_counts(staged, partition_column, partitions)
+        published = {k: known.get(k, 0) for k in keys}
         if not chosen:
             return WriteResult(location, None, 0, {}, staged.schema)
         data = staged
@@ -158,16 +157,16 @@ def commit(
             .partitionBy(partition_column)
             .option("replaceWhere", replace_predicate(partition_column, partitions, chosen))
         )
-        rows = sum(counts.values())
+        rows = sum(published.values())
     else:
         writer = staged.write.format("delta").mode("overwrite")
-        rows = staged.count()
+        rows = sum(counts.values()) if counts is not None else staged.count()
     metadata = json.dumps(commit_info, sort_keys=True) if commit_info else None
     if metadata:
         writer = writer.option("userMetadata", metadata)
-    before = _version_or_none(spark, location)
+    before = version_or_none(spark, location)
     try:
         writer.save(location)
     except Exception as exc:
         raise _failed(spark, exc, name or location, location, keys, before) from exc
-    return WriteResult(location, committed_version(spark, location, metadata), rows, counts, staged.schema)
+    return WriteResult(location, committed_version(spark, location, metadata, before), rows, published, staged.schema)
