@@ -1,8 +1,9 @@
 """What a DataFrame actually reads: the file/Delta relations at the leaves of its query plan.
 
-The plan is Spark's own (optimized, falling back to analyzed): temp views, SQL text and helper functions
-are all resolved away, so a table read with ``spark.table(...)`` inside a product function shows up here
-even though the product never declared it. Works on a classic (JVM-backed) session; under Spark Connect
+The plan is Spark's analyzed plan: temp views, SQL text and helper functions are all resolved away, so a
+table read with ``spark.table(...)`` inside a product function shows up here even though the product never
+declared it. The optimized plan names the same leaves, but optimizing a Delta read lists the table's files,
+which the run's own query then does again. Works on a classic (JVM-backed) session; under Spark Connect
 there is no JVM handle and capture returns ``None`` (unknown), never a guess.
 """
 
@@ -48,12 +49,7 @@ def read_locations(df: DataFrame) -> list[str] | None:
     if jdf is None:
         return None
     try:
-        execution = jdf.queryExecution()
-        try:
-            plan = execution.optimizedPlan()
-        except Exception:  # fall back to the analyzed plan if optimization fails here
-            plan = execution.analyzed()
-        leaves = _seq(plan.collectLeaves())
+        leaves = _seq(jdf.queryExecution().analyzed().collectLeaves())
     except Exception:  # capture never fails a run
         return None
     return sorted({normalize(p) for leaf in leaves for p in _leaf_paths(leaf)})
