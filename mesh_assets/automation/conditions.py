@@ -14,9 +14,18 @@ A partition is requested when
 Historical partitions are requested too when an upstream re-publishes them, unless the product sets
 ``rerun_history: false`` (then only the latest time window). Inputs read whole (window ``all`` or an
 unpartitioned table) re-trigger only the latest window: a dimension update must not recompute all history.
+
+Evaluation cost (a tick evaluates every node of every asset's condition and stores a cursor entry for most of
+them): the trigger comes first, so in steady state every hold-back test runs on an empty set of partitions;
+the hold-back tests are one negated OR over one ``any_deps_match``, not a negation per test; conditions that
+do not depend on which input is which are built once per shape and shared. Dagster evaluates each
+``SinceCondition`` over all partitions whatever its position, so the trigger's state is kept every tick.
 """
 
 from __future__ import annotations
+
+import operator
+from functools import cache, reduce
 
 import dagster as dg
 
@@ -24,6 +33,8 @@ from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
 
 AC = dg.AutomationCondition
+Keys = tuple[dg.AssetKey, ...] | None
+"""Inputs a sub-condition looks at; None for all of them (no ``allow`` needed, so the condition is shared)."""
 
 
 def _updated() -> dg.AutomationCondition:
@@ -31,6 +42,14 @@ def _updated() -> dg.AutomationCondition:
     return (AC.newly_updated() & ~AC.executed_with_root_target()).with_label(
         "newly_updated_without_root"
     ) | AC.will_be_requested()
+
+
+def _unpassed_blocking_checks() -> dg.AutomationCondition:
+    """A blocking check has not passed on the partition's current data and is not requested in this tick.
+
+    The same as ``any_checks_match(~passed)``, as a check has its asset's partitions, with one negation per
+    input instead of one per check (each negation is one more cursor entry per tick)."""
+    return ~AC.all_checks_match(AC.check_passed() | AC.will_be_requested(), blocking_only=True)
 
 
 def input_keys(
@@ -52,18 +71,69 @@ def input_keys(
     return by_partition, whole, quality
 
 
-def _only(condition: dg.AutomationCondition, keys: list[dg.AssetKey]) -> dg.AutomationCondition:
-    return condition.allow(dg.AssetSelection.assets(*keys))  # type: ignore[attr-defined]
+def _only(condition: dg.AutomationCondition, keys: Keys) -> dg.AutomationCondition:
+    """``condition`` restricted to the inputs ``keys``; unchanged for all inputs (an asset's deps are its inputs)."""
+    return condition if keys is None else condition.allow(dg.AssetSelection.assets(*keys))  # type: ignore[attr-defined]
 
 
+def _subset(keys: list[dg.AssetKey], inputs: set[dg.AssetKey]) -> Keys:
+    """``keys`` as a cache key: None when they are all the inputs (the common case, shared across outputs)."""
+    return None if set(keys) == inputs else tuple(keys)
+
+
+@cache
 def dbt_model_condition() -> dg.AutomationCondition:
     """A dbt model's condition: Dagster's ``eager`` (its latest window once every input is there, once per
     upstream state), held back like a product's while an input's blocking checks have not passed.
-    History is recomputed by backfills (``mesh backfill --downstream``), which pass the window to dbt."""
-    unpassed = AC.any_checks_match(~AC.check_passed() & ~AC.will_be_requested(), blocking_only=True)
-    return (AC.eager() & ~AC.any_deps_match(unpassed).with_label("input_blocking_checks_passed")).with_label(
-        "mesh_dependencies(dbt)"
-    )
+    History is recomputed by backfills (``mesh backfill --downstream``), which pass the window to dbt.
+    One object shared by every model."""
+    gate = ~AC.any_deps_match(_unpassed_blocking_checks()).with_label("input_blocking_checks_passed")
+    return (AC.eager() & gate).with_label("mesh_dependencies(dbt)")
+
+
+def _trigger(by_partition: Keys, whole: Keys) -> dg.AutomationCondition:
+    """An input published since the partition was last handled (whole inputs: the latest window only)."""
+    triggers = []
+    if by_partition != ():
+        triggers.append(_only(AC.any_deps_match(_updated()), by_partition))
+    if whole != ():
+        triggers.append(AC.in_latest_time_window() & _only(AC.any_deps_match(_updated()), whole))
+    trigger = triggers[0] if len(triggers) == 1 else triggers[0] | triggers[1]
+    return trigger.since_last_handled().with_label("input_published_since_last_handled")
+
+
+def _held_back(quality: Keys) -> dg.AutomationCondition:
+    """It or an input is being written, an input partition is not published, or an input's check has not passed.
+
+    One ``any_deps_match`` over the OR of the input tests is the same as one per test (any input matching
+    any test), with fewer nodes to evaluate and to keep in the cursor."""
+    unpublished = (AC.missing() & ~AC.will_be_requested()).with_label("unpublished")
+    per_input = [AC.in_progress(), unpublished]
+    if quality is None:
+        per_input.append(_unpassed_blocking_checks().with_label("blocking_checks_not_passed"))
+    tests = [AC.in_progress(), AC.any_deps_match(reduce(operator.or_, per_input)).with_label("an_input_not_ready")]
+    if quality:
+        checks = _only(AC.any_deps_match(_unpassed_blocking_checks()), quality)
+        tests.append(checks.with_label("an_input_blocking_check_not_passed"))
+    return reduce(operator.or_, tests).with_label("held_back")
+
+
+@cache
+def _condition(
+    rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys
+) -> dg.AutomationCondition:
+    """The condition of one shape of output; cached, so outputs of the same shape share one object."""
+    parts = []
+    if not rerun_history:
+        parts.append(AC.in_latest_time_window())
+    parts.append(_trigger(by_partition, whole))
+    if cron:
+        parts.append(AC.cron_tick_passed(cron).since_last_handled().with_label(f"cron_passed({cron})"))
+    parts.append((~_held_back(quality)).with_label("inputs_ready"))
+    label = "mesh_dependencies" + ("" if rerun_history else "(latest_window)")
+    if cron:
+        label += f"(cron={cron})"
+    return reduce(operator.and_, parts).with_label(label)
 
 
 def output_condition(
@@ -73,30 +143,11 @@ def output_condition(
     if not t.inputs:
         return None
     by_partition, whole, quality = input_keys(product, t, catalog)
-    triggers = []
-    if by_partition:
-        triggers.append(_only(AC.any_deps_match(_updated()), by_partition))
-    if whole:
-        triggers.append(AC.in_latest_time_window() & _only(AC.any_deps_match(_updated()), whole))
-    trigger = triggers[0] if len(triggers) == 1 else triggers[0] | triggers[1]
-    parts = []
-    if not product.rerun_history:
-        parts.append(AC.in_latest_time_window())
-    parts.append(trigger.since_last_handled().with_label("input_published_since_last_handled"))
-    if product.cron:
-        parts.append(AC.cron_tick_passed(product.cron).since_last_handled().with_label(f"cron_passed({product.cron})"))
-    parts += [
-        ~AC.in_progress(),
-        ~AC.any_deps_in_progress(),
-        (~AC.any_deps_match(AC.missing() & ~AC.will_be_requested())).with_label("all_input_partitions_published"),
-    ]
-    if quality:
-        unpassed = AC.any_checks_match(~AC.check_passed() & ~AC.will_be_requested(), blocking_only=True)
-        parts.append((~_only(AC.any_deps_match(unpassed), quality)).with_label("input_blocking_checks_passed"))
-    condition = parts[0]
-    for part in parts[1:]:
-        condition = condition & part
-    label = "mesh_dependencies" + ("" if product.rerun_history else "(latest_window)")
-    if product.cron:
-        label += f"(cron={product.cron})"
-    return condition.with_label(label)
+    inputs = {*by_partition, *whole}
+    return _condition(
+        product.rerun_history,
+        product.cron,
+        _subset(by_partition, inputs),
+        _subset(whole, inputs),
+        _subset(quality, inputs),
+    )
