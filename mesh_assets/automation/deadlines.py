@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, AlertNotSent, send
-from mesh_assets.factory.compute import input_range
 from mesh_assets.factory.partitions import complete_days
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog
@@ -32,6 +31,8 @@ def late_inputs(
     instance: dg.DagsterInstance, products: list[DataProduct], catalog: Catalog, now: datetime
 ) -> list[dict]:
     """Every (consumer partition, input, deadline kind) whose deadline has passed without the input."""
+    from mesh_assets.factory.compute import input_range  # the run-side module: not loaded with the definitions
+
     flags = []
     for product in products:
         for t in product.transformations:

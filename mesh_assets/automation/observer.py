@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -23,7 +24,9 @@ from mesh_assets.factory.external_checks import build_checks_job, checks_run_con
 from mesh_assets.factory.partitions import region_key
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.model import DataProduct, ExternalTable
-from mesh_assets.storage.tables import TableRegistry
+
+if TYPE_CHECKING:
+    from mesh_assets.storage.tables import TableRegistry
 
 log = logging.getLogger(__name__)
 

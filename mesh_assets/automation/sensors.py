@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import dagster as dg
 
 from mesh_assets.automation.deadlines import build_deadline_sensor
@@ -13,12 +15,16 @@ from mesh_assets.spec.model import DataProduct
 ENGINE_TAG = "mesh/engine"
 
 
-def automation_sensor(domain: str) -> dg.AutomationConditionSensorDefinition:
-    """Evaluates the automation conditions of ``domain``'s own assets (running unless disabled in settings)."""
+def automation_sensor(domain: str, keys: Iterable[dg.AssetKey]) -> dg.AutomationConditionSensorDefinition:
+    """Evaluates the automation conditions of ``domain``'s own assets ``keys`` (running unless disabled in settings).
+
+    The target names the keys: Dagster resolves every sensor's target against the whole graph when a code
+    location loads, and a tag or prefix selection would scan every asset once per domain.
+    """
     settings = get_settings().automation
     return dg.AutomationConditionSensorDefinition(
         name=f"{domain}__automation",
-        target=dg.AssetSelection.tag("domain", domain),
+        target=dg.AssetSelection.assets(*sorted(set(keys))),
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
         minimum_interval_seconds=settings.interval_seconds,
         run_tags={ENGINE_TAG: settings.engine_tag} if settings.engine_tag else None,
@@ -26,8 +32,12 @@ def automation_sensor(domain: str) -> dg.AutomationConditionSensorDefinition:
     )
 
 
-def domain_sensors(domain: str, products: list[DataProduct], catalog: Catalog) -> list[dg.SensorDefinition]:
-    sensors: list[dg.SensorDefinition] = [automation_sensor(domain)] if any(p.transformations for p in products) else []
+def domain_sensors(
+    domain: str, products: list[DataProduct], catalog: Catalog, tool_keys: Iterable[dg.AssetKey] = ()
+) -> list[dg.SensorDefinition]:
+    """The domain's sensors; ``tool_keys`` are the domain's assets built by other tools (dbt models) beside it."""
+    outputs = [dg.AssetKey([domain, t.output.table]) for p in products for t in p.transformations]
+    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, [*outputs, *tool_keys])] if outputs else []
     for extra in (build_observer(domain, products), build_deadline_sensor(domain, products, catalog)):
         if extra is not None:
             sensors.append(extra)

@@ -21,13 +21,13 @@ from pyspark.sql import functions as F
 from mesh_assets.checks.spec import (
     AcceptedValues,
     CheckSpec,
-    Freshness,
     NotNull,
     RowCount,
     SchemaContract,
     SqlAssertion,
     Unique,
     VolumeAnomaly,
+    checks_of,
 )
 from mesh_assets.factory.sql import rewrite_tables
 from mesh_assets.spec.model import ExternalTable, Output
@@ -62,14 +62,6 @@ class CheckOutcome:
         elif "reason" in self.detail:
             extra = f" ({self.detail['reason']})"
         return f"check {self.name}{where} failed{extra}"
-
-
-def checks_of(output: Output | ExternalTable) -> list[CheckSpec]:
-    """The table's declared checks, plus a blocking schema contract when a contract is declared."""
-    checks = [c for c in output.checks if not isinstance(c, Freshness)]
-    if output.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
-        checks.append(SchemaContract())
-    return checks
 
 
 def row_failure(check: CheckSpec) -> Column | None:

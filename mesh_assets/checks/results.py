@@ -1,14 +1,22 @@
-"""Checks as Dagster sees them (specs and evaluations), the same for Mesh outputs and external tables."""
+"""Checks as Dagster sees them (specs and evaluations), the same for Mesh outputs and external tables.
 
-from typing import Any
+Loaded with the definitions, so it leaves the Spark-side evaluation module to the runs that need it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from mesh_assets.checks.evaluate import CheckOutcome, checks_of
-from mesh_assets.spec.model import ExternalTable, Output
+from mesh_assets.checks.spec import checks_of
+
+if TYPE_CHECKING:
+    from mesh_assets.checks.evaluate import CheckOutcome
+    from mesh_assets.spec.model import ExternalTable, Output
 
 
 def check_specs(

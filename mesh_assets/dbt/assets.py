@@ -20,9 +20,10 @@ import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from mesh_assets.automation.sensors import automation_sensor
+from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import dagster_events, invoke_dbt, selection_for
-from mesh_assets.dbt.translator import MeshDbtTranslator, model_domain
+from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.partitions import partitions_def
 from mesh_assets.settings import get_settings
@@ -31,7 +32,6 @@ from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"
 DBT_RESOURCE_KEY = "dbt"
-DBT_START = date(2021, 6, 1)
 DBT_POOL = "mesh/dbt"
 
 
@@ -171,6 +171,6 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     domains = sorted({key.path[0] for key in models.keys})
     return dg.Definitions(
         assets=[models],
-        sensors=[automation_sensor(domain) for domain in domains],
+        sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
     )

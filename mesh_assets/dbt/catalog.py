@@ -11,8 +11,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta
 from mesh_assets.dbt.project import load_manifest, project_dir
-from mesh_assets.dbt.translator import model_domain, node_meta
 from mesh_assets.spec.catalog import TableInfo
 
 PERSISTED = {"incremental", "table"}
@@ -39,8 +39,6 @@ def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
 
 def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]:
     """Every persisted dbt model as a TableInfo (``published`` from its meta; start date of the dbt assets)."""
-    from mesh_assets.dbt.assets import DBT_START
-
     if not isinstance(manifest, dict):
         manifest = load_manifest(manifest)
     root = project_dir()

@@ -6,11 +6,12 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from dagster_dbt import DbtProject
+from typing import TYPE_CHECKING, Any
 
 from mesh_assets.settings import get_settings, project_root
+
+if TYPE_CHECKING:
+    from dagster_dbt import DbtProject
 
 #: dbt reads the warehouse root from this variable (``+location_root`` in dbt_project.yml).
 WAREHOUSE_ENV = "MESH_DBT_WAREHOUSE"
@@ -28,6 +29,8 @@ def dbt_target() -> str:
 
 @lru_cache(maxsize=4)
 def _project(folder: str, target: str) -> DbtProject:
+    from dagster_dbt import DbtProject
+
     return DbtProject(project_dir=folder, profiles_dir=folder, target=target)
 
 
@@ -64,9 +67,14 @@ def prepare(warehouse: str | None = None) -> Path:
     return Path(project.manifest_path)
 
 
+def manifest_path() -> Path:
+    """Where :func:`mesh_dbt_project`'s manifest is (dagster-dbt's default target path), without importing it."""
+    return project_dir() / "target" / "manifest.json"
+
+
 def load_manifest(path: Path | None = None) -> dict[str, Any]:
     """The prepared manifest; run ``python -m mesh_assets.dbt.prepare`` (``make setup``) first."""
-    path = path or Path(mesh_dbt_project().manifest_path)
+    path = path or manifest_path()
     if not path.exists():
         raise FileNotFoundError(
             f"dbt manifest {path} not found: run `python -m mesh_assets.dbt.prepare` (part of `make setup`)"

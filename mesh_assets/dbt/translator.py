@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
+from mesh_assets.dbt.nodes import model_domain, node_meta
 
 DBT_KINDS = {"dbt", "spark", "delta"}
-
-
-def node_meta(props: Mapping[str, Any]) -> dict[str, Any]:
-    """A node's meta: ``config.meta`` (dbt >= 1.10) merged over the top-level ``meta``."""
-    return {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
-
-
-def model_domain(props: Mapping[str, Any]) -> str:
-    """``meta.domain``, else the first folder under ``models/`` (the folder is the domain)."""
-    meta = node_meta(props)
-    if meta.get("domain"):
-        return str(meta["domain"])
-    parts = Path(props.get("original_file_path") or props.get("path") or "").parts
-    folders = parts[1:-1] if parts and parts[0] == "models" else parts[:-1]
-    return folders[0] if folders else str(props.get("schema"))
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):

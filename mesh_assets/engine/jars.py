@@ -15,8 +15,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pyspark
-
 POM = Path(__file__).with_name("jars.pom.xml")
 EXTRAS = ("s3a",)
 """The pom's profiles: ``<dest>/<profile>/`` holds what each adds beyond PySpark and the core set."""
@@ -33,6 +31,8 @@ def _artifact(jar: str) -> str:
 
 
 def pyspark_artifacts() -> set[str]:
+    import pyspark
+
     return {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
 
 

@@ -1,19 +1,28 @@
-"""The Dagster resource every Mesh asset uses: the process's SparkSession and the table registry."""
+"""The Dagster resource every Mesh asset uses: the process's SparkSession and the table registry.
+
+Definitions hold this resource, so it imports Spark only when a run first asks for it: a code location
+loads without PySpark.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import dagster as dg
-from pyspark.sql import SparkSession
 
-from mesh_assets.engine.session import get_spark
 from mesh_assets.settings import get_settings
-from mesh_assets.storage.tables import TableRegistry
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from mesh_assets.storage.tables import TableRegistry
 
 
 @lru_cache(maxsize=8)
 def _registry(warehouse: str) -> TableRegistry:
+    from mesh_assets.storage.tables import TableRegistry
+
     return TableRegistry(warehouse)
 
 
@@ -24,6 +33,8 @@ class MeshResource(dg.ConfigurableResource):
 
     @property
     def spark(self) -> SparkSession:
+        from mesh_assets.engine.session import get_spark
+
         return get_spark()
 
     @property

@@ -2,7 +2,8 @@
 
 Starting a JVM costs seconds; every asset, check and test in a process shares the same session. The
 master comes from settings, so product code never knows whether it runs on ``local[*]``, a standalone
-cluster or Spark Connect.
+cluster or Spark Connect. PySpark itself is imported by the first session, not by importing Mesh: code
+locations load definitions without it.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from mesh_assets.engine.jars import cached, cached_extra
 from mesh_assets.settings import MeshSettings, get_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 _lock = threading.Lock()
@@ -105,6 +108,8 @@ def get_spark(settings: MeshSettings | None = None) -> SparkSession:
     global _session
     with _lock:
         if _session is None:
+            from pyspark.sql import SparkSession
+
             settings = settings or get_settings()
             builder = SparkSession.builder.appName(settings.spark.app_name)
             if settings.spark.master.startswith("local"):

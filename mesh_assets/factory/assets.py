@@ -3,29 +3,34 @@
 Every output table becomes one asset keyed ``[domain, table]`` in the group of its product, with the
 product's owner, standard tags and kinds, a concurrency pool of its own (one writer per table), a
 single-run backfill policy (a range is one Spark job) and metadata pointing back at its source.
+
+What only a run needs (Spark, the write path, lineage) is imported by the run, so that loading a code
+location costs the definitions alone.
 """
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster import AssetExecutionContext
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from pyspark.sql.types import StructType
 
 from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
 from mesh_assets.checks.results import check_specs, evaluation
 from mesh_assets.checks.spec import Freshness
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.compute import RunOutcome, run_output
 from mesh_assets.factory.partitions import mapping_for, partitions_def
-from mesh_assets.lineage.run import product_lineage
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, ExternalTable, Output, PySparkTransformation, SqlTransformation
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from mesh_assets.factory.compute import RunOutcome
 
 RESOURCE_KEY = "mesh"
 
@@ -62,7 +67,7 @@ def product_metadata(product: DataProduct, line: int | None) -> dict[str, Any]:
     return metadata
 
 
-def table_schema(schema: StructType) -> dg.TableSchema:
+def table_schema(schema: "StructType") -> dg.TableSchema:
     return dg.TableSchema(
         columns=[
             dg.TableColumn(
@@ -171,6 +176,9 @@ def build_output_asset(
         can_subset=True,
     )
     def _asset(context: AssetExecutionContext) -> Iterator[Any]:
+        from mesh_assets.factory.compute import run_output
+        from mesh_assets.lineage.run import product_lineage
+
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
         try:
             with product_lineage(context, mesh, product, t, catalog, sql) as lineage:
@@ -208,7 +216,7 @@ def _partition_keys(context: AssetExecutionContext) -> list[str]:
 
 
 def _publish(
-    context: AssetExecutionContext, key: dg.AssetKey, product: DataProduct, out: Output, outcome: RunOutcome
+    context: AssetExecutionContext, key: dg.AssetKey, product: DataProduct, out: Output, outcome: "RunOutcome"
 ) -> Iterator[Any]:
     """The run's events: the materialization (or the refusal), then check results pointing at it."""
     result = outcome.result

@@ -7,6 +7,7 @@ other domains only to resolve what it consumes, so one broken domain never takes
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
@@ -52,9 +53,16 @@ def tool_tables() -> list[TableInfo]:
 
 
 def build_definitions(
-    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: list[TableInfo] | None = None
+    domains: dict[str, DomainSpecs],
+    only: set[str] | None = None,
+    extra: list[TableInfo] | None = None,
+    tool_keys: Iterable[dg.AssetKey] = (),
 ) -> dg.Definitions:
-    """Validate, then build the assets of ``only`` (default: every domain)."""
+    """Validate, then build the assets of ``only`` (default: every domain).
+
+    ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
+    automation sensor evaluates the ones keyed under its name.
+    """
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
     errors = validate(domains, only, extra)
@@ -67,7 +75,14 @@ def build_definitions(
         selected = {name: s for name, s in domains.items() if only is None or name in only}
         assets = [a for s in selected.values() for a in assets_for(s, catalog)]
         checks = [c for s in selected.values() for c in checks_for(s)]
-        sensors = [sensor for name, s in selected.items() for sensor in domain_sensors(name, list(s.products), catalog)]
+        by_domain: dict[str, list[dg.AssetKey]] = {}
+        for key in tool_keys:
+            by_domain.setdefault(key.path[0], []).append(key)
+        sensors = [
+            sensor
+            for name, s in selected.items()
+            for sensor in domain_sensors(name, list(s.products), catalog, by_domain.get(name, []))
+        ]
     return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
 
 
@@ -83,13 +98,15 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
     The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
     """
     extra = tool_tables()
-    defs = build_definitions(load_all(domains_dir or get_settings().domains_dir), extra=extra)
+    domains = load_all(domains_dir or get_settings().domains_dir)
     if dbt is False or (dbt is None and (domains_dir is not None or not extra)):
-        return defs
+        return build_definitions(domains, extra=extra)
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
 
+    models = build_dbt_assets()
+    defs = build_definitions(domains, extra=extra, tool_keys=models.keys)
     return dg.Definitions(
-        assets=[*(defs.assets or []), build_dbt_assets()],
+        assets=[*(defs.assets or []), models],
         asset_checks=defs.asset_checks,
         sensors=defs.sensors,
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource()},

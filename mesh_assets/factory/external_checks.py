@@ -4,7 +4,8 @@ The domain's observer requests one check run for the partitions each tick report
 evaluation) because Dagster's check-execution storage keeps one runless result per check and partition
 (``idx_asset_check_executions_unique`` over asset, check, run id and partition): a re-landed partition
 could never be checked again. Each result targets the observed materialization it checked, so consumers
-gate on it exactly as on a Mesh output's checks.
+gate on it exactly as on a Mesh output's checks. Spark and the check evaluation are imported by the check
+run, not when the definitions load.
 """
 
 from collections.abc import Iterator
@@ -16,10 +17,9 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
-from pyspark.sql import functions as F
 
-from mesh_assets.checks.evaluate import checks_of, evaluate
 from mesh_assets.checks.results import check_specs, evaluation
+from mesh_assets.checks.spec import checks_of
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.partitions import partitions_def, region_key
 from mesh_assets.spec.model import DataProduct, ExternalTable
@@ -108,6 +108,10 @@ def build_external_checks(product: DataProduct, ext: ExternalTable) -> dg.AssetC
         config_schema={"partitions": dg.Field([str], default_value=[])},
     )
     def _checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+        from pyspark.sql import functions as F
+
+        from mesh_assets.checks.evaluate import evaluate
+
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
         spark = mesh.spark
         location = mesh.registry.location(product.domain, ext.table)

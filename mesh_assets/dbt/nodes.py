@@ -1,0 +1,30 @@
+"""What Mesh reads from dbt's manifest nodes, without dbt or dagster-dbt.
+
+Every code location consults the manifest to let products consume dbt models; only the dbt code location
+needs dagster-dbt itself, whose import costs seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+DBT_START = date(2021, 6, 1)
+"""First partition of the dbt models (unless a model's ``meta.start_date`` says otherwise)."""
+
+
+def node_meta(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's meta: ``config.meta`` (dbt >= 1.10) merged over the top-level ``meta``."""
+    return {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
+
+
+def model_domain(props: Mapping[str, Any]) -> str:
+    """``meta.domain``, else the first folder under ``models/`` (the folder is the domain)."""
+    meta = node_meta(props)
+    if meta.get("domain"):
+        return str(meta["domain"])
+    parts = Path(props.get("original_file_path") or props.get("path") or "").parts
+    folders = parts[1:-1] if parts and parts[0] == "models" else parts[:-1]
+    return folders[0] if folders else str(props.get("schema"))

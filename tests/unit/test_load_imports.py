@@ -1,0 +1,47 @@
+"""Loading a code location needs neither Spark nor the lineage client: importing them costs seconds of
+start-up that every code server, sensor tick process and ``mesh validate`` would otherwise pay."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+RUN_SIDE = {"pyspark", "py4j", "delta", "openlineage", "dagster_dbt"}
+
+LOAD = """
+import sys
+from pathlib import Path
+from dagster._core.remote_representation.external_data import RepositorySnap
+from mesh_assets import mesh_definitions
+RepositorySnap.from_def(mesh_definitions(Path(sys.argv[1]), dbt=False).get_repository_def())
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+SPEC = """\
+name: orders
+owner: team@example.com
+contacts: [{kind: chat, value: "#orders"}]
+external:
+  - {table: raw_orders}
+tables:
+  - table: orders
+    inputs: [{table: shop.raw_orders}]
+    sql: SELECT id FROM shop.raw_orders
+    checks:
+      - {kind: not_null, columns: [id]}
+"""
+
+
+def test_yaml_products_load_without_spark_or_lineage(tmp_path: Path):
+    (tmp_path / "domains" / "shop").mkdir(parents=True)
+    (tmp_path / "domains" / "shop" / "orders.yaml").write_text(SPEC)
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, str(tmp_path / "domains")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MESH_HOME": str(tmp_path)},
+    )
+    assert set(out.stdout.split()) & RUN_SIDE == set()
