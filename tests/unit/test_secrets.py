@@ -27,6 +27,7 @@ ALERT = Alert(
         (f"http://127.0.0.1:1/{CANARY}", "the webhook in MESH_ALERT_WEBHOOK_REL is unreachable"),
         (f"http://127.0.0.1:notaport{CANARY}/", "the webhook in MESH_ALERT_WEBHOOK_REL failed (InvalidURL)"),
     ],
+    ids=["not-a-url", "file-url", "unreachable", "invalid-port"],
 )
 def test_a_failed_alert_never_repeats_the_webhook_url(monkeypatch, url, reason):
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_REL", url)
