@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +58,47 @@ def python_seconds(code: str, env: dict[str, str] | None = None) -> float:
         env={**os.environ, **(env or {})},
     )
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(port: int, server: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the Connect server exited with {server.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"the Connect server did not listen on {port} within {timeout:.0f}s")
+
+
+@contextmanager
+def connect_server(base: Path) -> Iterator[str]:
+    """A Delta-enabled Spark Connect server on 127.0.0.1 for the block; yields its ``sc://`` URL."""
+    from mesh_assets.engine.connect_server import server_command, server_env
+    from mesh_assets.settings import MeshSettings
+
+    port = _free_port()
+    with (base / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            server_command(MeshSettings(home=base / "server"), port=port),
+            env=server_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for(port, server)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
 
 
 def machine() -> str:

@@ -9,17 +9,12 @@ Run alone: ``python -m bench.connect_startup --repeat 3``.
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ROOT, Result, print_results, python_seconds
-from mesh_assets.engine.connect_server import server_command, server_env
-from mesh_assets.settings import MeshSettings
+from bench.common import ROOT, Result, connect_server, print_results, python_seconds
 
 FIRST_QUERY = """
 import time; t0 = time.perf_counter()
@@ -36,50 +31,19 @@ print(0)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(port: int, server: subprocess.Popen, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the Connect server exited with {server.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"the Connect server did not listen on {port} within {timeout:.0f}s")
-
-
 def run(repeat: int = 3) -> list[Result]:
     base = Path(tempfile.mkdtemp(prefix="mesh-bench-connect-"))
     table = str(base / "warehouse" / "t")
     env = {"MESH_HOME": str(base / "local"), "MESH_PROJECT_ROOT": str(ROOT)}
     python_seconds(PREPARE.format(table=table), env)
-    port = _free_port()
     started = time.perf_counter()
-    with (base / "server.log").open("wb") as log:
-        server = subprocess.Popen(
-            server_command(MeshSettings(home=base / "server"), port=port),
-            env=server_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_for(port, server)
+    with connect_server(base) as url:
         code = FIRST_QUERY.format(table=table)
-        connect_env = {**env, "MESH_SPARK__MASTER": f"sc://127.0.0.1:{port}"}
+        connect_env = {**env, "MESH_SPARK__MASTER": url}
         python_seconds(code, connect_env)  # the server's first session warms its own caches
         server_ready = time.perf_counter() - started
         local = statistics.median(python_seconds(code, env) for _ in range(repeat))
         connect = statistics.median(python_seconds(code, connect_env) for _ in range(repeat))
-    finally:
-        os.killpg(server.pid, 15)
-        server.wait(60)
     return [
         Result(
             "connect start-up",
