@@ -35,11 +35,15 @@ dev: setup
 	$(BIN)/mesh setup
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+# Two workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
+# server it started (daemon, webserver, cluster, Postgres) the other computes.
+PYTEST_PARALLEL := -n 2 --dist loadfile
+
 test: setup services
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 test-fast: setup
-	$(BIN)/pytest -m "not slow and not e2e"
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow and not e2e"
 
 bench: setup
 	$(BIN)/python -m bench
