@@ -25,6 +25,7 @@ from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import dagster_events, invoke_dbt, selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.definitions import RUN_EXECUTOR
 from mesh_assets.factory.partitions import partitions_def
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.names import check_identifier
@@ -173,4 +174,5 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
         assets=[models],
         sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
+        executor=RUN_EXECUTOR,
     )

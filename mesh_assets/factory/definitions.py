@@ -24,6 +24,11 @@ from mesh_assets.spec.discovery import DomainSpecs, load_all
 from mesh_assets.spec.errors import SpecValidationError
 from mesh_assets.spec.validate import validate
 
+RUN_EXECUTOR = dg.in_process_executor
+"""A run's steps execute in the run's own process, one after another, sharing its SparkSession: Spark already
+spreads each step over every core, and a process per step would load the code location and start (or connect)
+a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
+
 
 def assets_for(specs: DomainSpecs, catalog: Catalog) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     out: list[dg.AssetsDefinition | dg.AssetSpec] = []
@@ -83,7 +88,13 @@ def build_definitions(
             for name, s in selected.items()
             for sensor in domain_sensors(name, list(s.products), catalog, by_domain.get(name, []))
         ]
-    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors, resources={RESOURCE_KEY: MeshResource()})
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=checks,
+        sensors=sensors,
+        resources={RESOURCE_KEY: MeshResource()},
+        executor=RUN_EXECUTOR,
+    )
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
@@ -110,4 +121,5 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
         asset_checks=defs.asset_checks,
         sensors=defs.sensors,
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource()},
+        executor=RUN_EXECUTOR,
     )

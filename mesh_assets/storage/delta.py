@@ -60,7 +60,10 @@ def _commit_info(spark: SparkSession, log: Any, version: int) -> dict[str, Any]:
 def version_or_none(spark: SparkSession, location: str) -> int | None:
     """The table's latest version; None when there is no Delta table at ``location``."""
     if is_connect(spark):
-        return latest_version(spark, location) if is_delta_table(spark, location) else None
+        try:
+            return latest_version(spark, location)
+        except AnalysisException:
+            return None
     version = _delta_log(spark, location).unsafeVolatileSnapshot().version()
     return None if version < 0 else version
 

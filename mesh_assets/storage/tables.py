@@ -24,6 +24,15 @@ _SESSION_NAMES: dict[int, dict[str, str]] = {}
 """Per SparkSession: registered ``domain.table`` name -> the Delta location it points at."""
 
 
+def _registered_location(spark: SparkSession, domain: str, table: str) -> str | None:
+    """Where the catalog's ``domain.table`` points, from its catalog entry (no read of the Delta log)."""
+    rows = spark.sql(f"SHOW TABLE EXTENDED IN `{domain}` LIKE '{table}'").collect()
+    for line in rows[0]["information"].splitlines() if rows else []:
+        if line.startswith("Location: "):
+            return line.removeprefix("Location: ")
+    return None
+
+
 @dataclass
 class TableRegistry:
     warehouse: str
@@ -50,6 +59,9 @@ class TableRegistry:
         if not spark.catalog.databaseExists(domain):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS `{domain}`")
         if spark.catalog.tableExists(name):
+            if _registered_location(spark, domain, table) in {location, f"file:{location}"}:
+                names[name] = location  # a session sharing the catalog registered this very table
+                return name
             spark.sql(f"DROP TABLE IF EXISTS `{domain}`.`{table}`")
         try:
             spark.catalog.createTable(name, path=location, source="delta")
