@@ -1,7 +1,10 @@
 """Definitions load: a synthetic mesh versus the same graph written by hand in plain Dagster.
 
 Each case runs in a fresh interpreter and times import -> Definitions -> repository snapshot, i.e. what
-a code location server does before it can serve the graph.
+a code location server does before it can serve the graph. The plain baseline is the graph a team would
+write by hand to show the same things: per asset its owners, tags, description, SQL, code reference and two
+blocking partitioned checks; per domain an automation sensor over its assets and an observer sensor; one
+resource. Mesh additionally reads and validates the YAML specs, which the hand-written graph has no need of.
 Run alone: ``python -m bench.definitions_load --sizes 100 1000``.
 """
 
@@ -66,33 +69,71 @@ print(time.perf_counter() - t0)
 PLAIN_CODE = """
 import time; t0 = time.perf_counter()
 import warnings; warnings.filterwarnings("ignore")
+import json
 import dagster as dg
 from dagster._core.remote_representation.external_data import RepositorySnap
 daily = dg.DailyPartitionsDefinition(start_date={start!r})
 assets = []
+sensors = []
+
+class Engine(dg.ConfigurableResource):
+    warehouse: str = ".mesh/warehouse"
+
 def make(domain, index, source):
     key = dg.AssetKey([domain, f"t{{index:02d}}"])
+    sql = f"SELECT id, amount FROM {{source.path[0]}}.{{source.path[1]}}"
+    metadata = {{
+        "contacts": dg.MetadataValue.json([{{"kind": "chat", "value": f"#{{domain}}"}}]),
+        "dagster/code_references": dg.CodeReferencesMetadataValue(
+            code_references=[
+                dg.LocalFileCodeReference(file_path=f"/specs/{{domain}}/p{{index:02d}}.yaml", line_number=5)
+            ]
+        ),
+        "source_file": f"domains/{{domain}}/p{{index:02d}}.yaml",
+        "sql": dg.MetadataValue.md(f"```sql\\n{{sql}}\\n```"),
+        "partition_column": "p_date",
+        "write_mode": "replace_partitions",
+    }}
     @dg.multi_asset(
         name=f"{{domain}}__t{{index:02d}}",
-        specs=[dg.AssetSpec(key, deps=[source], group_name=f"p{{index:02d}}", owners=[f"team@example.com"],
+        specs=[dg.AssetSpec(key, deps=[source], group_name=f"p{{index:02d}}", owners=[f"team{{domain}}@example.com"],
+                            description=f"t{{index:02d}} of {{domain}}", metadata=metadata,
                             kinds={{"spark", "delta", "sql"}}, partitions_def=daily,
-                            tags={{"domain": domain, "product": f"p{{index:02d}}"}},
+                            tags={{"domain": domain, "product": f"p{{index:02d}}", "tier": "bronze",
+                                  "classification": "internal", "published": "true"}},
                             automation_condition=dg.AutomationCondition.eager())],
-        check_specs=[dg.AssetCheckSpec("not_null_id", asset=key, blocking=True, partitions_def=daily),
-                     dg.AssetCheckSpec("unique_id", asset=key, blocking=True, partitions_def=daily)],
+        check_specs=[dg.AssetCheckSpec("not_null_id", asset=key, blocking=True, partitions_def=daily,
+                                       description="not_null (error)",
+                                       metadata={{"rule": json.dumps({{"columns": ["id"]}})}}),
+                     dg.AssetCheckSpec("unique_id", asset=key, blocking=True, partitions_def=daily,
+                                       description="unique (error)",
+                                       metadata={{"rule": json.dumps({{"keys": ["id"]}})}})],
         partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(), pool=f"{{domain}}/t{{index}}",
-        can_subset=True,
+        required_resource_keys={{"engine"}}, can_subset=True,
     )
     def _asset(context):
         yield dg.MaterializeResult(asset_key=key)
     return _asset
+
+def observer(domain):
+    @dg.sensor(name=f"{{domain}}__observer", minimum_interval_seconds=60)
+    def _observe(context, engine: Engine):
+        return dg.SensorResult()
+    return _observe
+
 for d in range({domains}):
     domain = f"d{{d:02d}}"
     assets.append(dg.AssetSpec([domain, "raw"], partitions_def=daily))
+    keys = []
     for p in range(min({per}, {assets} - d * {per})):
         source = dg.AssetKey([domain, f"t{{p - 1:02d}}"]) if p else dg.AssetKey([domain, "raw"])
         assets.append(make(domain, p, source))
-defs = dg.Definitions(assets=assets)
+        keys.append(dg.AssetKey([domain, f"t{{p:02d}}"]))
+    sensors.append(
+        dg.AutomationConditionSensorDefinition(f"{{domain}}__automation", target=dg.AssetSelection.assets(*keys))
+    )
+    sensors.append(observer(domain))
+defs = dg.Definitions(assets=assets, sensors=sensors, resources={{"engine": Engine()}}, executor=dg.in_process_executor)
 repo = defs.get_repository_def()
 RepositorySnap.from_def(repo)
 print(time.perf_counter() - t0)
