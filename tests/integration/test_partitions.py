@@ -6,6 +6,7 @@ from datetime import date, timedelta
 
 import pytest
 from delta.tables import DeltaTable
+from pyspark.sql import functions as F
 
 from mesh_assets.demo import generator
 from mesh_assets.demo.landing import land_raw_orders
@@ -113,6 +114,19 @@ def test_materialization_records_rows_schema_version_and_location(world):
     assert metadata["location"].value == location
     history = DeltaTable.forPath(world.mesh.spark, location).history(1).collect()[0]
     assert metadata["delta_version"].value == history["version"]
+
+
+def test_a_range_write_puts_each_small_partition_in_one_file(world):
+    world.materialize([["food_delivery", "orders"]], start="2021-06-10", end="2021-06-13")
+    files = (
+        world.table("food_delivery", "orders")
+        .where("p_date BETWEEN DATE'2021-06-10' AND DATE'2021-06-13'")
+        .groupBy("p_date")
+        .agg(F.count_distinct("_metadata.file_path").alias("files"))
+        .collect()
+    )
+    assert len(files) == 4
+    assert {r["files"] for r in files} == {1}, "a small partition was split into one file per task"
 
 
 def test_full_mode_replaces_the_whole_table(world):
