@@ -3,7 +3,8 @@
 Measured with nothing new (the steady state) and after one upstream partition is published, against
 Dagster's own ``AutomationCondition.eager()`` on the same graph as the baseline. Dagster's floor is measured
 too: a two-leaf condition (``in_latest_time_window() & newly_updated()``) on the same graph, i.e. what a
-tick costs before any condition logic.
+tick costs before any condition logic. Mesh gives each domain its own sensor, so the daemon's tick evaluates
+one domain's products against the whole graph: that tick is measured too.
 
 A tick is ``evaluate_automation_conditions`` with the previous cursor. Like the daemon's tick, it reads the
 stored cursor (a serialization round trip), evaluates every asset's condition and builds the next cursor;
@@ -28,7 +29,7 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import Result, print_results
-from bench.definitions_load import PARTITIONS, START, write_mesh
+from bench.definitions_load import PARTITIONS, PRODUCTS_PER_DOMAIN, START, write_mesh
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.definitions import build_definitions
 from mesh_assets.spec.discovery import load_all
@@ -43,6 +44,7 @@ class Graph:
     """One graph's automation state, ticked like the sensor does: the cursor is carried between ticks."""
 
     defs: dg.Definitions
+    selection: dg.AssetSelection | None = None
     instance: dg.DagsterInstance = field(default_factory=dg.DagsterInstance.ephemeral)
     cursor: object = None
 
@@ -50,7 +52,11 @@ class Graph:
         gc.collect()
         start = time.perf_counter()
         result = dg.evaluate_automation_conditions(
-            defs=self.defs, instance=self.instance, cursor=self.cursor, evaluation_time=NOW
+            defs=self.defs,
+            instance=self.instance,
+            asset_selection=self.selection,
+            cursor=self.cursor,
+            evaluation_time=NOW,
         )
         elapsed = time.perf_counter() - start
         self.cursor = result.cursor
@@ -92,14 +98,19 @@ def run(assets: int = 1000) -> list[Result]:
         write_mesh(root, assets)
         built = build_definitions(load_all(root), extra=[])
     mesh = dg.Definitions(assets=built.assets, resources={"mesh": MeshResource()})
+    eager_mesh = with_condition(mesh, AC.eager())
+    domain = next(s for s in built.sensors or [] if s.name == "d01__automation").asset_selection
     times = measure(
         {
             "mesh": Graph(mesh),
-            "eager": Graph(with_condition(mesh, AC.eager())),
+            "eager": Graph(eager_mesh),
             "floor": Graph(with_condition(mesh, AC.in_latest_time_window() & AC.newly_updated())),
+            "mesh_domain": Graph(mesh, domain),
+            "eager_domain": Graph(eager_mesh, domain),
         }
     )
     eager = "AutomationCondition.eager(), same graph"
+    products = min(assets, PRODUCTS_PER_DOMAIN)
     return [
         Result(
             "automation",
@@ -123,6 +134,13 @@ def run(assets: int = 1000) -> list[Result]:
             times["floor"][0],
             eager,
             times["eager"][0],
+        ),
+        Result(
+            "automation",
+            f"one domain's sensor tick: its {products} products of the {assets}, nothing new",
+            times["mesh_domain"][0],
+            "AutomationCondition.eager(), same products",
+            times["eager_domain"][0],
         ),
     ]
 
