@@ -1,6 +1,7 @@
 """``make bench``: run every benchmark and write BENCHMARKS.md (ratios against same-run baselines).
 
-``python -m bench --only writes`` re-measures one benchmark and keeps the others' last results.
+``python -m bench --only writes`` re-measures one benchmark and keeps the others' last results;
+``python -m bench --only`` re-renders BENCHMARKS.md from the last results alone.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ SUITE = [
 
 
 def render(results: list[Result], failures: dict[str, str]) -> str:
+    stamps = sorted({r.measured for r in results if r.measured}) or ["at an unknown time"]
+    when = stamps[0] if len(stamps) == 1 else f"between {stamps[0]} and {stamps[-1]}"
     lines = [
         "# Benchmarks",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()} by `make bench`.",
+        f"Measured {when} UTC on {machine()} by `make bench`.",
         "Every figure is a ratio against a baseline measured in the same run; absolute seconds beside it.",
         "",
         "| benchmark | case | seconds | baseline | baseline seconds | ratio | target | met |",
@@ -69,6 +72,8 @@ def main() -> None:
             continue
         try:
             measured = module.run()
+            for r in measured:
+                r.measured = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
             results += measured
             saved[name] = [asdict(r) for r in measured]
             print(f"{name}: done")

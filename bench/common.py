@@ -32,6 +32,8 @@ class Result:
     met: bool | None = None
     notes: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    measured: str = ""
+    """When the benchmark ran (UTC), set by ``make bench``: rows kept from an earlier run keep their own time."""
 
     @property
     def ratio(self) -> float:

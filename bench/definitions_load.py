@@ -140,7 +140,7 @@ print(time.perf_counter() - t0)
 """
 
 
-def measure(assets: int, repeat: int = 3) -> tuple[float, float]:
+def measure(assets: int, repeat: int = 5) -> tuple[float, float]:
     """Best of ``repeat`` fresh processes each, Mesh and plain alternating so a busy moment hits both."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "domains"
