@@ -11,17 +11,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 
-from bench.common import Result, print_results
+from bench.common import Result, print_results, timed
 from bench.workload import Workload
 from mesh_assets.engine.session import get_spark
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def run(days: int = 365, rows_per_day: int = 20_000, sample: int = 5, repeat: int = 3) -> list[Result]:
@@ -30,8 +23,8 @@ def run(days: int = 365, rows_per_day: int = 20_000, sample: int = 5, repeat: in
     work.materialize(0)
     raws, singles = [], []
     for _ in range(repeat):
-        raws.append(_timed(lambda: work.raw(0, days - 1)))
-        singles.append(_timed(lambda: work.materialize(0, days - 1)))
+        raws.append(timed(lambda: work.raw(0, days - 1)))
+        singles.append(timed(lambda: work.materialize(0, days - 1)))
     raw, single = statistics.median(raws), statistics.median(singles)
     start = time.perf_counter()
     for day in range(sample):

@@ -40,13 +40,15 @@ class Result:
         return self.seconds / self.baseline_seconds if self.baseline_seconds else float("nan")
 
 
+def timed(fn: Callable[[], object]) -> float:
+    """Seconds ``fn`` takes."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def median_of(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(timed(fn) for _ in range(repeat))
 
 
 def python_seconds(code: str, env: dict[str, str] | None = None) -> float:
