@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+OBSERVER_SUFFIX = "__observe_external_tables"
+
+
 def observer_name(domain: str) -> str:
-    return f"{domain}__observe_external_tables"
+    return f"{domain}{OBSERVER_SUFFIX}"
 
 
 def observe_table(

@@ -22,6 +22,7 @@ from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.utils import make_new_backfill_id
 from dagster._time import get_current_timestamp
 
+from mesh_assets.backfill.computable import LeftOut, computable
 from mesh_assets.storage.partitions import HOUR_FMT, PartitionKeyError, parse_key
 
 
@@ -93,6 +94,8 @@ class BackfillPlan:
     root_range: dg.PartitionKeyRange
     assets: tuple[PlannedAsset, ...]
     subset: AssetGraphSubset
+    left_out: tuple[LeftOut, ...] = ()
+    """Partitions downstream of the range that cannot be computed (an input was never materialized)."""
 
     def as_dict(self) -> dict[str, list[str]]:
         """``{"food_delivery/orders": ["2021-06-04..2021-06-06"], ...}``: the plan as asset -> ranges."""
@@ -131,9 +134,19 @@ def _downstream(
 
 
 def plan_backfill(
-    graph: BaseAssetGraph, root: str | dg.AssetKey, start: str, end: str, *, downstream: bool = True
+    graph: BaseAssetGraph,
+    root: str | dg.AssetKey,
+    start: str,
+    end: str,
+    *,
+    downstream: bool = True,
+    instance: dg.DagsterInstance | None = None,
 ) -> BackfillPlan:
-    """The root's ``start``..``end`` and, with ``downstream``, every partition downstream of it."""
+    """The root's ``start``..``end`` and, with ``downstream``, every partition downstream of it.
+
+    With ``instance``, only partitions that can be computed are planned: each input partition they read is
+    published on the instance or planned before them; the others are listed in ``left_out`` with the reason.
+    """
     key = root if isinstance(root, dg.AssetKey) else parse_asset_key(root, graph)
     root_def = graph.get(key).partitions_def
     if root_def is None:
@@ -156,6 +169,9 @@ def plan_backfill(
                     continue
                 previous = reached.get(child)
                 reached[child] = mapped if previous is None or mapped is None else previous | mapped
+    left_out: list[LeftOut] = []
+    if instance is not None:
+        reached, left_out = computable(graph, instance, reached)
     order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
     assets, partitioned, unpartitioned = [], {}, set()
     for k in sorted(reached, key=order.__getitem__):
@@ -168,7 +184,7 @@ def plan_backfill(
         ranges = tuple(subset.get_partition_key_ranges(pdef))
         assets.append(PlannedAsset(k, ranges, len(subset)))
     subset = AssetGraphSubset(partitions_subsets_by_asset_key=partitioned, non_partitioned_asset_keys=unpartitioned)
-    return BackfillPlan(key, rng, tuple(assets), subset)
+    return BackfillPlan(key, rng, tuple(assets), subset, tuple(left_out))
 
 
 LAUNCHED_BY_TAG = "mesh/launched_by"
@@ -214,6 +230,22 @@ class BackfillProgress:
     @property
     def finished(self) -> bool:
         return BulkActionStatus(self.status) in TERMINAL
+
+
+def failed_partitions(instance: dg.DagsterInstance, backfill_id: str) -> dict[str, list[str]]:
+    """``{"<domain>/<table>": [partition, ...]}`` the backfill did not publish (failed or refused); a long list
+    is shortened to its first and last key."""
+    backfill = instance.get_backfill(backfill_id)
+    data = backfill.asset_backfill_data if backfill else None
+    if data is None:
+        return {}
+    failed = data.failed_and_downstream_subset
+    out: dict[str, list[str]] = {}
+    for key in sorted(failed.asset_keys, key=lambda k: k.to_user_string()):
+        subset = failed.partitions_subsets_by_asset_key.get(key)
+        keys = sorted(subset.get_partition_keys()) if subset is not None else ["-"]
+        out[key.to_user_string()] = keys if len(keys) <= 5 else [f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"]
+    return out
 
 
 def backfill_progress(instance: dg.DagsterInstance, backfill_id: str) -> BackfillProgress:

@@ -188,22 +188,29 @@ def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.factory.definitions import mesh_definitions
 
     graph = mesh_definitions().resolve_asset_graph()
-    try:
-        plan = plan_backfill(graph, args.asset, args.start, args.end, downstream=args.downstream)
-    except BackfillError as exc:
-        console.print(f"[red]error[/red] {exc}", highlight=False)
-        return 2
-    table = Table(title=f"Backfill plan: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
-    table.add_column("asset", no_wrap=True)
-    table.add_column("partitions")
-    table.add_column("count", justify="right")
-    for asset in plan.assets:
-        table.add_row(asset.key.to_user_string(), asset.describe(), str(asset.partition_count or "-"))
-    console.print(table)
-    if args.dry_run:
-        console.print("Dry run: nothing launched.")
-        return 0
     with persistent_instance() as instance:
+        try:
+            plan = plan_backfill(graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance)
+        except BackfillError as exc:
+            console.print(f"[red]error[/red] {exc}", highlight=False)
+            return 2
+        table = Table(title=f"Backfill plan: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
+        table.add_column("asset", no_wrap=True)
+        table.add_column("partitions")
+        table.add_column("count", justify="right")
+        for asset in plan.assets:
+            table.add_row(asset.key.to_user_string(), asset.describe(), str(asset.partition_count or "-"))
+        console.print(table)
+        if plan.left_out:
+            console.print("Left out, as they cannot be computed:")
+            for item in plan.left_out:
+                console.print(f"  {item.describe()}", highlight=False)
+        if not plan.assets:
+            console.print("[red]error[/red] nothing in the range can be computed; nothing launched", highlight=False)
+            return 1
+        if args.dry_run:
+            console.print("Dry run: nothing launched.")
+            return 0
         backfill_id = launch_backfill(instance, plan)
         console.print(f"Launched backfill [bold]{backfill_id}[/bold] on {instance.root_directory}")
         console.print("The Dagster daemon executes it (`make dev`); see the Backfills page to follow or cancel it.")
@@ -217,7 +224,7 @@ def wait_for_backfill(instance: dg.DagsterInstance, backfill_id: str, console: C
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mesh_assets.backfill import backfill_progress
+    from mesh_assets.backfill import backfill_progress, failed_partitions
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
@@ -234,8 +241,10 @@ def wait_for_backfill(instance: dg.DagsterInstance, backfill_id: str, console: C
             if state.finished:
                 break
             time.sleep(interval)
-    ok = state.status in ("COMPLETED", "COMPLETED_SUCCESS")
+    ok = state.status in ("COMPLETED", "COMPLETED_SUCCESS") and not state.failed
     console.print(f"Backfill {backfill_id}: [{'green' if ok else 'red'}]{state.status}[/]")
+    for asset, partitions in failed_partitions(instance, backfill_id).items():
+        console.print(f"  not published: {asset} {', '.join(partitions)}", highlight=False)
     return 0 if ok else 1
 
 

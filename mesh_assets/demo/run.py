@@ -8,6 +8,7 @@ from datetime import date
 import dagster as dg
 from pyspark.sql import functions as F
 
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.generator import days
 from mesh_assets.demo.landing import land_all
 from mesh_assets.engine.resource import MeshResource
@@ -40,6 +41,7 @@ def run_demo(
     """Land the sources, materialize the mesh over them, and summarize what was published."""
     window = days(start, count)
     land_all(mesh.spark, mesh.registry, window)
+    observe_now(defs, instance, mesh)  # what the observers report before anything reads the landed data
     keys = materialize_mesh(defs, instance, mesh, window[0], window[-1])
     return summarize(instance, keys, mesh)
 

@@ -185,13 +185,13 @@ def build_output_asset(
                 outcome = run_output(context, mesh, product, t, catalog)
                 lineage.record(outcome)
                 yield from _publish(context, key, product, out, outcome)
-        except ChecksFailed as exc:
+        except PartitionsRefused as exc:
             _alert(
                 context,
                 product,
                 out,
                 str(exc),
-                kind="blocking check failed",
+                kind="blocking check failed" if exc.checks else "inputs not ready",
                 partitions=exc.partitions,
                 checks=exc.checks,
             )
@@ -203,8 +203,9 @@ def build_output_asset(
     return _asset
 
 
-class ChecksFailed(dg.Failure):
-    """Blocking checks refused some partitions; the rest of the run's partitions were published."""
+class PartitionsRefused(dg.Failure):
+    """Some partitions were refused (a blocking check failed, or an input was not ready); the rest of the
+    run's partitions were published."""
 
     def __init__(self, description: str, partitions: list[str], checks: list[str]):
         super().__init__(description=description, metadata={"failed_partitions": partitions, "checks": checks})
@@ -231,7 +232,10 @@ def _publish(
         common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
     if outcome.failed or outcome.blocked:
         problems = [o.describe() for failed in outcome.failed.values() for o in failed]
-        problems += [f"partition {p} not computed: {', '.join(why)}" for p, why in sorted(outcome.blocked.items())]
+        problems += [
+            f"{f'partition {p}' if p else 'table'} not computed: {', '.join(why)}"
+            for p, why in sorted(outcome.blocked.items(), key=lambda item: item[0] or "")
+        ]
         refused = sorted(p or "-" for p in {*outcome.failed, *outcome.blocked})
         published = list(result.partition_rows.items()) if result else []
         for partition, rows in published:
@@ -245,7 +249,7 @@ def _publish(
         yield dg.AssetObservation(
             asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
         )
-        raise ChecksFailed(
+        raise PartitionsRefused(
             f"{product.domain}.{out.table}: not published: " + "; ".join(problems),
             refused,
             sorted({o.name for failed in outcome.failed.values() for o in failed}),

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import reduce
 from typing import Any
 
 import dagster as dg
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -17,12 +15,12 @@ from mesh_assets.checks.evaluate import CheckOutcome, audit, failed_partitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import is_connect
 from mesh_assets.factory.context import ProductContext
-from mesh_assets.factory.partitions import region_key
+from mesh_assets.factory.readiness import input_range, unready_partitions
 from mesh_assets.factory.sql import bind_parameters, rewrite_tables, view_name
 from mesh_assets.lineage.capture import read_locations, table_name, undeclared_reads
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import sql_text
-from mesh_assets.spec.model import DataProduct, Input, PySparkTransformation, SqlTransformation
+from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
 from mesh_assets.storage.partitions import PartitionRange, format_key
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, stage
@@ -34,31 +32,6 @@ def partition_range(context: dg.AssetExecutionContext, info: TableInfo) -> Parti
         return None
     keys = context.partition_key_range
     return PartitionRange.from_keys(info.partitioning, keys.start, keys.end)
-
-
-def input_range(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> PartitionRange | None:
-    """The upstream partitions one output range reads, or None for the whole table."""
-    if part is None or upstream.partitioning == "none" or inp.window.kind == "all":
-        return None
-    return part.widen(inp.window.lookback).as_kind(upstream.partitioning)
-
-
-def missing_upstream(
-    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
-) -> list[str]:
-    """Upstream partitions the window needs that were never published (external tables are observed)."""
-    missing = []
-    for inp in t.inputs.values():
-        upstream = catalog.get(*inp.ref(product.domain))
-        needed = input_range(inp, upstream, part) if upstream else None
-        if upstream is None or upstream.external or needed is None:
-            continue
-        first = datetime.combine(upstream.start_date, datetime.min.time())
-        now = datetime.now()
-        keys = [format_key(v, needed.kind) for v in needed.values() if first <= v <= now]
-        done = instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table]))
-        missing += [f"{upstream.ref} {k}" for k in keys if k not in done]
-    return missing
 
 
 def _read(spark: SparkSession, registry: TableRegistry, upstream: TableInfo, rng: PartitionRange | None) -> DataFrame:
@@ -137,46 +110,32 @@ class RunOutcome:
     undeclared_reads: tuple[str, ...] = ()
     undeclared_names: tuple[str, ...] = ()
     blocked: dict[str | None, list[str]] = field(default_factory=dict)
-    """Partitions not computed because an input partition they read failed a blocking check."""
+    """Partitions not computed because an input partition they read is not published or not checked."""
 
 
-def blocked_upstream(
-    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
-) -> dict[str | None, list[str]]:
-    """Output partitions (``None`` when unpartitioned) whose input partitions failed a blocking check.
+class RowsOutsidePartitions(dg.Failure):
+    """The computation returned rows of partitions the run does not write: nothing is committed."""
 
-    Inputs with ``ignore_quality`` skip this. Each output partition is judged by its own window, so a range
-    run refuses only the partitions that would read refused data.
+
+def refuse_rows_outside(name: str, column: str, part: PartitionRange, counts: dict[str | None, int]) -> None:
+    """Refuse the run when staged rows fall outside its partitions (or have no partition value).
+
+    Delta enforces ``replaceWhere`` only on a table that exists: the write that creates a table would commit
+    rows of other days into those days. Checking the staged counts catches every write the same way.
     """
-    blocked: dict[str | None, list[str]] = {}
-    for inp in t.inputs.values():
-        upstream = catalog.get(*inp.ref(product.domain))
-        if upstream is None or inp.ignore_quality or not upstream.blocking_checks:
-            continue
-        needed = input_range(inp, upstream, part)
-        keys = [format_key(v, needed.kind) for v in needed.values()] if needed else None
-        if keys and upstream.regions:
-            keys = [region_key(k, r) for k in keys for r in upstream.regions]
-        asset = dg.AssetKey([upstream.domain, upstream.table])
-        infos = instance.event_log_storage.get_asset_check_partition_info(
-            [dg.AssetCheckKey(asset, name) for name in upstream.blocking_checks], partition_keys=keys
-        )
-        failed = {
-            info.partition_key: f"{upstream.ref}{f' {info.partition_key}' if info.partition_key else ''} "
-            f"(check {info.check_key.name} failed)"
-            for info in infos
-            if info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED
-        }
-        if not failed:
-            continue
-        outputs = [None] if part is None else part.values()
-        for value in outputs:
-            window = input_range(inp, upstream, part.single(value)) if part is not None and value else None
-            reads = {format_key(v, window.kind) for v in window.values()} if window else None
-            reasons = [why for key, why in failed.items() if reads is None or key is None or key.split("|")[0] in reads]
-            if reasons:
-                blocked.setdefault(format_key(value, part.kind) if part and value else None, []).extend(reasons)
-    return {k: sorted(set(v)) for k, v in blocked.items()}
+    keys = part.keys()
+    own, span = set(keys), keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]}"
+    outside = {k: n for k, n in counts.items() if n and k not in own}
+    if not outside:
+        return
+    listed = ", ".join(
+        f"{k if k is not None else f'no {column}'} ({n} rows)"
+        for k, n in sorted(outside.items(), key=lambda item: item[0] or "")
+    )
+    raise RowsOutsidePartitions(
+        description=f"{name}: rows outside the run's partitions {span} were refused, nothing was written: {listed}",
+        metadata={"partitions_outside_the_run": sorted(k or "-" for k in outside)},
+    )
 
 
 def run_output(
@@ -190,20 +149,10 @@ def run_output(
     info = catalog.get(product.domain, t.output.table)
     assert info is not None
     part = partition_range(context, info)
-    missing = missing_upstream(context.instance, product, t, catalog, part)
-    if missing:
-        raise dg.Failure(
-            description=f"{info.ref}: upstream partitions not published: {', '.join(missing)}",
-            metadata={"missing_upstream_partitions": missing},
-        )
-    blocked = blocked_upstream(context.instance, product, t, catalog, part)
+    blocked = unready_partitions(context.instance, product, t, catalog, part)
     runnable = [v for v in part.values() if format_key(v, part.kind) not in blocked] if part else []
     if blocked and not runnable:
-        reasons = sorted({why for whys in blocked.values() for why in whys})
-        raise dg.Failure(
-            description=f"{info.ref}: upstream partitions failed blocking checks: {', '.join(reasons)}",
-            metadata={"blocked_upstream_partitions": reasons},
-        )
+        return RunOutcome(None, part, [], {}, blocked=blocked)
     spark, registry = mesh.spark, mesh.registry
     run_id = context.run.run_id
     if part is None or t.range_aware:
@@ -222,6 +171,8 @@ def run_output(
     staged = stage(df)
     try:
         audited = audit(spark, t.output, staged, part, location)
+        if part is not None:
+            refuse_rows_outside(info.ref, t.output.partition_column, part, audited.counts)
         outcomes = [o for o in audited.outcomes if o.partition not in blocked]
         failed = failed_partitions(outcomes)
         if part is None and None in failed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.generator import days
 from mesh_assets.demo.landing import land_all
 from mesh_assets.demo.run import executable_assets
@@ -31,6 +32,11 @@ class World:
     instance: dg.DagsterInstance
     defs: dg.Definitions
     days: tuple[date, ...] = ()
+    cursors: dict[str, str | None] = field(default_factory=dict)
+
+    def observe(self) -> None:
+        """Report what was landed since the last call and run the checks of landed partitions (the observers)."""
+        self.cursors = observe_now(self.defs, self.instance, self.mesh, self.cursors)
 
     def materialize(
         self,
@@ -64,6 +70,7 @@ def new_world(spark, base: Path, day_count: int = 14) -> World:
     landed = tuple(days(START, day_count))
     land_all(spark, mesh.registry, landed)
     world = World(mesh, dg.DagsterInstance.ephemeral(), mesh_definitions(ROOT / "domains"), landed)
+    world.observe()
     world.materialize(DIMENSIONS)
     return world
 

@@ -15,7 +15,8 @@ import pytest
 from dagster._core.instance.ref import InstanceRef
 from pyspark.sql import functions as F
 
-from mesh_assets import MeshResource
+from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.landing import land_food_delivery
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
@@ -71,6 +72,8 @@ def daemon(deployment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Po
 def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemon, tmp_path) -> None:
     mesh = MeshResource(warehouse=str(tmp_path / "warehouse"))
     land_food_delivery(spark, mesh.registry, DAYS)
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
+        observe_now(mesh_definitions(ROOT / "domains"), instance, mesh)  # the observer's report and check run
 
     done = subprocess.run(
         [

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.writer import WriteFailed, commit, replace_predicate
@@ -56,7 +57,8 @@ class Rel:
         self.warehouse = base / f"wh-{uuid.uuid4().hex[:8]}"
         self.mesh = MeshResource(warehouse=str(self.warehouse))
         self.instance = instance or dg.DagsterInstance.ephemeral()
-        self.assets = executable_assets(mesh_definitions(FIXTURE / "domains"))
+        self.defs = mesh_definitions(FIXTURE / "domains")
+        self.assets = executable_assets(self.defs)
 
     def location(self, table: str = "events") -> str:
         return self.mesh.registry.location("rel", table)
@@ -72,6 +74,7 @@ class Rel:
         ).save(self.location("raw_events"))
 
     def run(self, key: list[str], partition: str, instance: dg.DagsterInstance | None = None):
+        observe_now(self.defs, instance or self.instance, self.mesh)  # the landed days, as the observer reports
         return dg.materialize(
             self.assets,
             instance=instance or self.instance,
@@ -215,6 +218,7 @@ class Launcher:
         self.context = WorkspaceProcessContext(self.instance, target)
 
     def launch(self, job: str, tags: dict[str, str]) -> str:
+        observe_now(mesh_definitions(FIXTURE / "domains"), self.instance, MeshResource())  # what was landed
         request = self.context.create_request_context()
         location = request.get_code_location("rel")
         [repo] = location.get_repositories().values()

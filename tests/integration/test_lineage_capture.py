@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.cli import commands
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.lineage.graph import graph_from_events, read_events, undeclared_reads
@@ -32,8 +33,10 @@ def test_undeclared_read_is_warned_recorded_and_listed(spark, tmp_path, capsys):
     )
     mesh.registry.register(spark, "lx", "secret_prices")  # as if another product's run had read it here
     instance = dg.DagsterInstance.ephemeral()
+    defs = mesh_definitions(FIXTURE)
+    observe_now(defs, instance, mesh)
     result = dg.materialize(
-        executable_assets(mesh_definitions(FIXTURE)),
+        executable_assets(defs),
         instance=instance,
         resources={"mesh": mesh},
         selection=[dg.AssetKey(["lx", "priced_events"])],

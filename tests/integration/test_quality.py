@@ -11,6 +11,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
@@ -27,8 +28,10 @@ class Quality:
     def __init__(self, spark, base: Path):
         self.mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
         self.instance = dg.DagsterInstance.ephemeral()
-        self.assets = executable_assets(mesh_definitions(FIXTURE))
+        self.defs = mesh_definitions(FIXTURE)
+        self.assets = executable_assets(self.defs)
         self.spark = spark
+        self.cursors: dict[str, str | None] = {}
 
     def land(self, day: str, rows: list[tuple], schema: str = SCHEMA) -> None:
         d = date.fromisoformat(day)
@@ -42,6 +45,7 @@ class Quality:
             .option("mergeSchema", "true")
             .save(self.mesh.registry.location("qa", "raw_events"))
         )
+        self.cursors = observe_now(self.defs, self.instance, self.mesh, self.cursors)
 
     def reset_raw_schema(self) -> None:
         """Undo the upstream's added column, as its owner would after a drift incident."""

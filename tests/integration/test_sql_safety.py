@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.checks.evaluate import evaluate, schema_drift
 from mesh_assets.checks.spec import AcceptedValues, NotNull, SqlAssertion, Unique
 from mesh_assets.dbt.assets import window_vars
@@ -53,7 +54,10 @@ class Site:
         self.spark = spark
         self.mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
         self.registry = self.mesh.registry
-        self.assets = executable_assets(mesh_definitions(DOMAINS))
+        self.defs = mesh_definitions(DOMAINS)
+        self.assets = executable_assets(self.defs)
+        self.instance = dg.DagsterInstance.ephemeral()
+        self.cursors: dict[str, str | None] = {}
         canary = self.registry.location("canary", "victim")
         spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id bigint, name string").write.format("delta").save(
             canary
@@ -75,11 +79,12 @@ class Site:
         self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("overwrite").partitionBy("p_date").option(
             "replaceWhere", replace_predicate("p_date", rng)
         ).save(self.registry.location("rel", "raw_events"))
+        self.cursors = observe_now(self.defs, self.instance, self.mesh, self.cursors)
 
     def run(self, table: str, partition: str | None = None, **kwargs):
         return dg.materialize(
             self.assets,
-            instance=dg.DagsterInstance.ephemeral(),
+            instance=self.instance,
             resources={"mesh": self.mesh},
             selection=[dg.AssetKey(["rel", table])],
             partition_key=partition,

@@ -19,6 +19,7 @@ import processes
 from pyspark.sql import SparkSession
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.generator import RAW_ORDERS_SCHEMA, raw_orders
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.partitions import PartitionRange
@@ -65,8 +66,10 @@ def materialize(
     """One run of ``keys`` for ``partitions``: a partition key, or ``first..last`` for a single-run range."""
     first, _, last = partitions.partition("..")
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last} if last else {}
+    defs = definitions()
+    observe_now(defs, instance, mesh)  # the landed days, as the observer reports them
     return dg.materialize(
-        executable_assets(definitions()),
+        executable_assets(defs),
         instance=instance,
         resources={"mesh": mesh},
         selection=[dg.AssetKey(k) for k in keys],

@@ -25,6 +25,8 @@ from dagster._daemon.backfill import execute_backfill_iteration
 from postgres import DATABASE, USER, Postgres, start_postgres, stop_postgres
 from pyspark.sql import functions as F
 
+from mesh_assets import MeshResource
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.backfill import backfill_progress, launch_backfill, plan_backfill
 from mesh_assets.factory.assets import table_pool
 from mesh_assets.settings import get_settings
@@ -101,6 +103,7 @@ def test_runs_at_once_and_a_backfill_on_postgres_lose_nothing(
 
     # a backfill as `mesh backfill` adds it, executed by the daemon's backfill iteration
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home), overrides=IN_PROCESS_RUNS)) as daemon:
+        observe_now(shop.definitions(), daemon, MeshResource(warehouse=warehouse))  # the observer's report
         graph = shop.definitions().resolve_asset_graph()
         plan = plan_backfill(graph, "shop.orders", BACKFILLED[0], BACKFILLED[-1], downstream=False)
         backfill_id = launch_backfill(daemon, plan)

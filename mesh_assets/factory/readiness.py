@@ -1,0 +1,130 @@
+"""Readiness: an output partition is computed only from inputs that are published and passed their checks.
+
+The rule holds whatever launched the run (automation, a manual run, the UI's backfill dialog, ``mesh
+backfill``, a test): before computing partition P, every input partition P's window reads must be
+published on the instance (materialized by Mesh or dbt, or observed for an external table; for a
+date-by-region table, every region of the day) and every blocking check of it must have passed on its
+current data, unless the input says ``ignore_quality``. A range run computes the ready partitions and
+refuses the others by name. Spark is not needed here: the instance knows all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import dagster as dg
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+from mesh_assets.factory.partitions import region_key
+from mesh_assets.spec.catalog import Catalog, TableInfo
+from mesh_assets.spec.model import DataProduct, Input
+from mesh_assets.storage.partitions import PartitionRange, format_key
+
+Status = AssetCheckExecutionRecordStatus
+CHECK_STATES = {Status.FAILED: "failed", Status.PLANNED: "pending"}
+
+
+def input_range(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> PartitionRange | None:
+    """The upstream partitions one output range reads, or None for the whole table."""
+    if part is None or upstream.partitioning == "none" or inp.window.kind == "all":
+        return None
+    return part.widen(inp.window.lookback).as_kind(upstream.partitioning)
+
+
+def window_keys(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> list[str] | None:
+    """The upstream partition keys ``part``'s window reads (every region of a regional day), from the
+    upstream's first partition on; None when the whole table is read."""
+    needed = input_range(inp, upstream, part)
+    if needed is None:
+        return None
+    first = upstream.start_date.isoformat()
+    keys = [k for k in (format_key(v, needed.kind) for v in needed.values()) if k[:10] >= first]
+    if upstream.regions:
+        keys = [region_key(k, r) for k in keys for r in upstream.regions]
+    return keys
+
+
+def _check_problem(info: Any | None, check: str) -> str | None:
+    """Why a blocking check does not count as passed on its partition's current data, or None if it does."""
+    if info is None:
+        return f"check {check} not run"
+    if info.latest_execution_status == Status.SUCCEEDED:
+        return None if info.is_current else f"check {check} not run on its current data"
+    return f"check {check} {CHECK_STATES.get(info.latest_execution_status, 'not passed')}"
+
+
+class _Input:
+    """What the instance knows about one input: its published partitions and its blocking checks' results."""
+
+    def __init__(self, instance: dg.DagsterInstance, inp: Input, upstream: TableInfo, keys: Iterable[str] | None):
+        self.upstream = upstream
+        self.asset = dg.AssetKey([upstream.domain, upstream.table])
+        self.partitioned = upstream.partitioning != "none"
+        self.published = instance.get_materialized_partitions(self.asset) if self.partitioned else set()
+        self.ever_published = bool(self.published) or instance.get_latest_materialization_event(self.asset) is not None
+        checks = [] if inp.ignore_quality else list(upstream.blocking_checks)
+        self.checks: dict[tuple[str, str | None], Any] = {}
+        if checks:
+            infos = instance.event_log_storage.get_asset_check_partition_info(
+                [dg.AssetCheckKey(self.asset, name) for name in checks],
+                partition_keys=sorted(set(keys)) if keys is not None else None,
+            )
+            self.checks = {(i.check_key.name, i.partition_key): i for i in infos}
+        self.check_names = checks
+
+    def problems(self, keys: list[str] | None) -> list[str]:
+        """Why the input partitions ``keys`` (None: the whole table) may not be read yet."""
+        ref = self.upstream.ref
+        if not self.ever_published:
+            return [f"{ref} (never published)"]
+        if keys is None:
+            return self._whole_table_problems()
+        out = []
+        for key in keys:
+            if key not in self.published:
+                out.append(f"{ref} {key} (not published)")
+                continue
+            out += [
+                f"{ref} {key} ({why})"
+                for name in self.check_names
+                if (why := _check_problem(self.checks.get((name, key)), name))
+            ]
+        return out
+
+    def _whole_table_problems(self) -> list[str]:
+        """A whole read waits for a failed check of any partition, and for an unpartitioned table's checks."""
+        if not self.partitioned:
+            return [
+                f"{self.upstream.ref} ({why})"
+                for name in self.check_names
+                if (why := _check_problem(self.checks.get((name, None)), name))
+            ]
+        return [
+            f"{self.upstream.ref} {key} (check {name} failed)"
+            for (name, key), info in sorted(self.checks.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+            if info.latest_execution_status == Status.FAILED and info.is_current
+        ]
+
+
+def unready_partitions(
+    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
+) -> dict[str | None, list[str]]:
+    """Output partitions (``None`` when unpartitioned) that may not be computed, each with its reasons.
+
+    Each output partition is judged by its own window, so a range run refuses only the partitions that would
+    read unpublished or unchecked data.
+    """
+    outputs: list[PartitionRange | None] = [None] if part is None else [part.single(v) for v in part.values()]
+    refused: dict[str | None, list[str]] = {}
+    for inp in t.inputs.values():
+        upstream = catalog.get(*inp.ref(product.domain))
+        if upstream is None:
+            continue  # governance refuses unknown inputs; reading it fails the run by name
+        windows = {format_key(p.start, p.kind) if p else None: window_keys(inp, upstream, p) for p in outputs}
+        every = None if any(k is None for k in windows.values()) else {k for keys in windows.values() for k in keys}
+        known = _Input(instance, inp, upstream, every)
+        for output_key, keys in windows.items():
+            if problems := known.problems(keys):
+                refused.setdefault(output_key, []).extend(problems)
+    return {k: sorted(set(v)) for k, v in refused.items()}
