@@ -5,6 +5,7 @@ Domain teams import from here and nowhere else::
     from mesh_assets import Product, Output, Input, last, chat
 """
 
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.checks.spec import (
     AcceptedValues,
     Freshness,
@@ -60,5 +61,6 @@ __all__ = [
     "get_spark",
     "last",
     "mesh_definitions",
+    "observe_now",
     "same",
 ]

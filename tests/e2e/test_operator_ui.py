@@ -23,6 +23,7 @@ from playwright.sync_api import Page, expect
 from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.backfill import BackfillProgress, backfill_progress
 from mesh_assets.demo import generator
 from mesh_assets.demo.landing import land_raw_orders
@@ -54,12 +55,15 @@ class OperatorWorld:
 
 
 def export_with_a_bad_day() -> list[tuple]:
-    """The app's export of 06-01..06-07; on 06-04 one extra order arrives without its restaurant."""
+    """The app's export of 06-01..06-07; on 06-04 one extra order arrives with a status the app does not know.
+
+    The export's own checks (ids, times, restaurants present) pass it, so the observer's check run lets
+    ``orders`` read the day, and ``orders``' accepted-values check refuses it."""
     rows = [row for day in [*PUBLISHED, REFUSED, *BACKFILLED] for row in generator.raw_orders(day)]
     sample = next(row for row in rows if row[-1] == REFUSED)
     orphan = list(sample)
     orphan[0] = max(row[0] for row in rows) + 1
-    orphan[3] = None  # restaurant_id
+    orphan[12] = "lost"  # status
     return [*rows, tuple(orphan)]
 
 
@@ -75,6 +79,7 @@ def world(dagster_services, spark) -> OperatorWorld:
     land_raw_orders(spark, TableRegistry(str(warehouse)), PUBLISHED[0], BACKFILLED[-1], export_with_a_bad_day())
     instance = dagster_services.instance
     defs = mesh_definitions(ROOT / "domains")
+    observe_now(defs, instance, MeshResource(warehouse=str(warehouse)))  # the observer's report and check run
     assets = executable_assets(defs)
     result = dg.materialize(
         assets,
@@ -162,7 +167,7 @@ def test_partitions_view_shows_published_refused_and_missing_days(world, browser
 
 def test_checks_tab_lists_the_checks_and_explains_the_failure(world, browser_page, screenshots):
     page = browser_page
-    assert world.failed_checks == [c for c in world.check_names if c.startswith("not_null")]  # the orphan order
+    assert world.failed_checks == [c for c in world.check_names if c.startswith("accepted_values")]  # the order
     page.goto("/assets/food_delivery/orders?view=partitions")
     page.get_by_role("tab", name="Checks").click()
     expect(page.get_by_text(f"Checks ({len(world.check_names)})")).to_be_visible()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import dagster as dg
 import pytest
 
 from mesh_assets.backfill import plan_backfill
@@ -23,8 +24,8 @@ EXPECTED = {
 }
 
 
-def snapshot(world, key):
-    return sorted(tuple(r) for r in world.table(*key).where("p_date >= '2021-06-04'").collect())
+def snapshot(world, key, since: str = "2021-06-04"):
+    return sorted(tuple(r) for r in world.table(*key).where(f"p_date >= '{since}'").collect())
 
 
 def land(world, seed):
@@ -32,15 +33,53 @@ def land(world, seed):
     land_raw_orders(world.mesh.spark, world.mesh.registry, *FIXED, rows)
 
 
+def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition_and_plans_no_other(world):
+    """Six days materialized, two of them fixed: the plan holds the windows that can be computed (06-02..06-06)
+    and leaves out those past the last materialized day, whose other inputs never existed; running it leaves
+    no partition computed from the old data. (Runs first: the next test materializes all twelve days.)"""
+    six = [ORDERS, *WEEKLY]
+    world.materialize(six, start="2021-06-01", end="2021-06-06")
+    right = {tuple(k): snapshot(world, k, "2021-06-02") for k in WEEKLY}
+    fixed = (date(2021, 6, 2), date(2021, 6, 3))
+    rows = [r for d in generator.days(fixed[0], 2) for r in generator.raw_orders(d, 99)]
+    land_raw_orders(world.mesh.spark, world.mesh.registry, *fixed, rows)
+    world.observe()
+    world.materialize(six, start="2021-06-02", end="2021-06-06")
+    assert all(snapshot(world, k, "2021-06-02") != right[tuple(k)] for k in WEEKLY)
+
+    rows = [r for d in generator.days(fixed[0], 2) for r in generator.raw_orders(d, 7)]
+    land_raw_orders(world.mesh.spark, world.mesh.registry, *fixed, rows)  # the fix
+    world.observe()
+    graph = world.defs.resolve_asset_graph()
+    plan = plan_backfill(graph, "food_delivery/orders", "2021-06-02", "2021-06-03", instance=world.instance)
+
+    assert plan.as_dict() == {
+        "food_delivery/orders": ["2021-06-02..2021-06-03"],
+        "food_delivery/delivery_times_7_days": ["2021-06-02..2021-06-06"],
+        "food_delivery/orders_7_days": ["2021-06-02..2021-06-06"],
+    }
+    assert {item.describe() for item in plan.left_out} == {
+        f"food_delivery/{table} 2021-06-07..2021-06-09 (3): food_delivery/orders 2021-06-07 never materialized"
+        for table in ("delivery_times_7_days", "orders_7_days")
+    }
+    for key, rng in plan.runs():
+        assert world.materialize([list(key.path)], start=rng.start, end=rng.end).success
+    assert {tuple(k): snapshot(world, k, "2021-06-02") for k in WEEKLY} == right
+    for key in WEEKLY:
+        assert max(world.instance.get_materialized_partitions(dg.AssetKey(key))) == "2021-06-06"
+
+
 def test_fixing_orders_and_backfilling_downstream_makes_the_7_day_tables_right(world):
     world.materialize([ORDERS, *WEEKLY], start="2021-06-01", end="2021-06-12")
     right = {tuple(k): snapshot(world, k) for k in WEEKLY}
 
     land(world, seed=99)  # the wrong export of 06-04..06, and everything downstream computed from it
+    world.observe()
     world.materialize([ORDERS, *WEEKLY], start="2021-06-04", end="2021-06-12")
     assert all(snapshot(world, k) != right[tuple(k)] for k in WEEKLY)
 
     land(world, seed=7)  # the fix
+    world.observe()
     plan = plan_backfill(world.defs.resolve_asset_graph(), "food_delivery/orders", "2021-06-04", "2021-06-06")
     assert plan.as_dict() == EXPECTED
     for key, rng in plan.runs():  # what the daemon launches, in dependency order, one run per range

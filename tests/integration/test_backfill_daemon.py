@@ -17,12 +17,14 @@ from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.landing import land_food_delivery
+from mesh_assets.demo import generator
+from mesh_assets.demo.landing import land_food_delivery, land_raw_orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = [date(2021, 6, 1), date(2021, 6, 2), date(2021, 6, 3)]
+BAD_DAY = date(2021, 6, 4)
 
 
 @pytest.fixture
@@ -69,21 +71,17 @@ def daemon(deployment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Po
     log.close()
 
 
-def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemon, tmp_path) -> None:
-    mesh = MeshResource(warehouse=str(tmp_path / "warehouse"))
-    land_food_delivery(spark, mesh.registry, DAYS)
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
-        observe_now(mesh_definitions(ROOT / "domains"), instance, mesh)  # the observer's report and check run
-
-    done = subprocess.run(
+def backfill(deployment: dict[str, str], start: str, end: str) -> subprocess.CompletedProcess:
+    """``mesh backfill food_delivery.orders --start .. --end .. --wait`` as an operator types it."""
+    return subprocess.run(
         [
             Path(sys.executable).parent / "mesh",
             "backfill",
             "food_delivery.orders",
             "--start",
-            "2021-06-01",
+            start,
             "--end",
-            "2021-06-03",
+            end,
             "--wait",
         ],
         env={**deployment, "COLUMNS": "160"},
@@ -92,14 +90,25 @@ def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemo
         text=True,
         timeout=600,
     )
+
+
+def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemon, tmp_path) -> None:
+    mesh = MeshResource(warehouse=str(tmp_path / "warehouse"))
+    land_food_delivery(spark, mesh.registry, [*DAYS, BAD_DAY])
+    rows = [(None, *row[1:]) if i == 0 else row for i, row in enumerate(generator.raw_orders(BAD_DAY))]
+    land_raw_orders(spark, mesh.registry, BAD_DAY, BAD_DAY, rows)  # an order without its id: refused upstream
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
+        observe_now(mesh_definitions(ROOT / "domains"), instance, mesh)  # the observer's report and check run
+
+    done = backfill(deployment, "2021-06-01", "2021-06-03")
     assert done.returncode == 0, done.stdout + done.stderr + (tmp_path / "daemon.log").read_text()[-4000:]
     assert "Launched backfill" in done.stdout
     assert "COMPLETED" in done.stdout
 
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
-        [backfill] = instance.get_backfills()
-        assert backfill.status.value in ("COMPLETED", "COMPLETED_SUCCESS")
-        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill.backfill_id}))
+        [first] = instance.get_backfills()
+        assert first.status.value in ("COMPLETED", "COMPLETED_SUCCESS")
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": first.backfill_id}))
         assert len(runs) == 1  # a single-run backfill: the range is one run
         assert runs[0].status == dg.DagsterRunStatus.SUCCESS
         assert instance.get_materialized_partitions(dg.AssetKey(["food_delivery", "orders"])) == {
@@ -108,5 +117,14 @@ def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemo
     orders = spark.read.format("delta").load(mesh.registry.location("food_delivery", "orders"))
     raw = spark.read.format("delta").load(mesh.registry.location("food_delivery", "raw_orders"))
     per_day = {r["p_date"]: r["count"] for r in orders.groupBy("p_date").count().collect()}
-    expected = {r["p_date"]: r["n"] for r in raw.groupBy("p_date").agg(F.countDistinct("id").alias("n")).collect()}
+    counted = raw.where(F.col("p_date").isin(DAYS)).groupBy("p_date").agg(F.countDistinct("id").alias("n"))
+    expected = {r["p_date"]: r["n"] for r in counted.collect()}
     assert per_day == expected and set(per_day) == set(DAYS)
+
+    refused = backfill(deployment, "2021-06-03", BAD_DAY.isoformat())  # the bad day's input check failed
+
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "COMPLETED_FAILED" in refused.stdout or "FAILED" in refused.stdout
+    assert f"not published: food_delivery/orders {BAD_DAY}" in refused.stdout
+    after = spark.read.format("delta").load(mesh.registry.location("food_delivery", "orders"))
+    assert {r["p_date"] for r in after.select("p_date").distinct().collect()} == set(DAYS)
