@@ -4,6 +4,10 @@ Checks are grouped by partition, so a year-long single-run backfill evaluates ev
 jobs, not one job per day. Row counts and every check judged row by row (``not_null``, ``accepted_values``)
 share one aggregation, the *tally*; on freshly staged data it is also the job that fills the staging cache,
 so a product with only such checks pays one Spark job for staging, counting and checking together.
+
+A check that errors (a column the rows lack, a value Spark cannot cast) fails on its own: its columns are
+resolved before the tally, and when a row check still takes the tally down, the rows are counted alone and
+each row check is judged in a job of its own. Its outcomes fail with the error, one per partition it judged.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mesh_assets.checks.errors import missing_columns, spark_error
 from mesh_assets.checks.spec import (
     AcceptedValues,
     CheckSpec,
@@ -49,6 +55,8 @@ class CheckOutcome:
     failing_rows: int = 0
     sample: list[dict[str, Any]] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Why the check could not judge the partition (it then failed); None when it judged."""
 
     @property
     def name(self) -> str:
@@ -56,6 +64,8 @@ class CheckOutcome:
 
     def describe(self) -> str:
         where = f" on partition {self.partition}" if self.partition else ""
+        if self.error:
+            return f"check {self.name}{where} errored: {self.error}"
         extra = f" ({self.failing_rows} failing rows)" if self.failing_rows else ""
         if "drift" in self.detail:
             extra = f" ({'; '.join(self.detail['drift'])})"
@@ -82,6 +92,12 @@ class Audit:
     counts: dict[str, int]
 
 
+def partition_key(table: Output | ExternalTable, part: PartitionRange) -> Column:
+    """The partition key of each row, as Dagster spells it."""
+    fmt = "yyyy-MM-dd" if part.kind == "daily" else "yyyy-MM-dd-HH:mm"
+    return F.date_format(table.partition_column, fmt)
+
+
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v if isinstance(v, int | float | str | bool | type(None)) else str(v) for k, v in row.items()}
 
@@ -98,12 +114,15 @@ class _Evaluation:
     ):
         self.spark, self.output, self.part, self.location = spark, output, part, location
         self.keys = part.keys() if part else [UNPARTITIONED]
-        if part is not None:
-            fmt = "yyyy-MM-dd" if part.kind == "daily" else "yyyy-MM-dd-HH:mm"
-            self.staged = staged.withColumn(PK, F.date_format(output.partition_column, fmt))
-        else:
-            self.staged = staged.withColumn(PK, F.lit(UNPARTITIONED))
-        self.row_checks = {check: cond for check in checks if (cond := row_failure(check)) is not None}
+        self.rows = staged
+        self.staged = staged.withColumn(PK, partition_key(output, part) if part else F.lit(UNPARTITIONED))
+        case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false") == "true"
+        self.errors: dict[CheckSpec, str] = {
+            c: error for c in checks if (error := missing_columns(c, staged.columns, case_sensitive))
+        }
+        self.row_checks = {
+            check: cond for check in checks if check not in self.errors and (cond := row_failure(check)) is not None
+        }
         self._counts: dict[str, int] | None = None
         self._failing: dict[CheckSpec, dict[str, int]] = {}
 
@@ -115,9 +134,26 @@ class _Evaluation:
         return self._counts
 
     def _tally(self) -> None:
-        named = {f"f{i}": check for i, check in enumerate(self.row_checks)}
+        """Counts and row checks in one job; if a row check errors, counts alone, then each row check alone."""
+        try:
+            self._count(self.row_checks)
+        except PySparkException:
+            if not self.row_checks:
+                raise
+            self._count({})  # raises if the rows themselves cannot be computed: that is no check's error
+            for check, condition in self.row_checks.items():
+                try:
+                    failing = self.staged.where(condition).groupBy(PK).count().collect()
+                except PySparkException as exc:
+                    self.errors[check] = spark_error(exc)
+                else:
+                    self._failing[check] = {r[PK]: int(r["count"]) for r in failing}
+
+    def _count(self, checks: dict[CheckSpec, Column]) -> None:
+        """Rows per key and failing rows per key of ``checks``, in one aggregation."""
+        named = {f"f{i}": check for i, check in enumerate(checks)}
         aggregates = [F.count(F.lit(1)).alias("rows")]
-        aggregates += [F.sum(F.when(self.row_checks[c], 1).otherwise(0)).alias(n) for n, c in named.items()]
+        aggregates += [F.sum(F.when(checks[c], 1).otherwise(0)).alias(n) for n, c in named.items()]
         self._counts = {k: 0 for k in self.keys}
         self._failing = {check: {} for check in self.row_checks}
         for row in self.staged.groupBy(PK).agg(*aggregates).collect():
@@ -154,11 +190,17 @@ class _Evaluation:
         ]
 
     def run(self, check: CheckSpec) -> list[CheckOutcome]:
-        handler = getattr(self, f"_{check.kind}")
-        return handler(check)
+        """The check's outcomes; failed ones carrying the error when the check cannot judge the rows."""
+        self.counts()  # the tally judges the row checks, and finds those that error
+        error = self.errors.get(check)
+        if error is None:
+            try:
+                return getattr(self, f"_{check.kind}")(check)
+            except PySparkException as exc:
+                error = spark_error(exc)
+        return [self.outcome(check, k, False, error=error) for k in self.keys]
 
     def _row_check(self, check: CheckSpec) -> list[CheckOutcome]:
-        self.counts()
         return self._outcomes(check, self.staged.where(self.row_checks[check]), self._failing[check])
 
     def _not_null(self, check: NotNull) -> list[CheckOutcome]:
@@ -172,19 +214,17 @@ class _Evaluation:
         return self._row_check(check)
 
     def _sql(self, check: SqlAssertion) -> list[CheckOutcome]:
+        """Every row the query returns over the staged rows fails: per partition when it carries the
+        partition column, else in every partition judged."""
         view = f"mesh_staged_{uuid.uuid4().hex[:10]}"
-        self.staged.createOrReplaceTempView(view)
+        self.rows.createOrReplaceTempView(view)
         try:
             failing = self.spark.sql(rewrite_tables(check.sql, {(None, "staged"): view}))
-            if PK not in failing.columns:
-                if self.output.partition_column in failing.columns and self.part is not None:
-                    fmt = "yyyy-MM-dd" if self.part.kind == "daily" else "yyyy-MM-dd-HH:mm"
-                    failing = failing.withColumn(PK, F.date_format(self.output.partition_column, fmt))
-                else:
-                    total = failing.count()
-                    rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()]
-                    return [self.outcome(check, k, total == 0, failing_rows=total, sample=rows) for k in self.keys]
-            return self.failing(check, failing)
+            if self.part is not None and self.output.partition_column in failing.columns:
+                return self.failing(check, failing.withColumn(PK, partition_key(self.output, self.part)))
+            total = failing.count()
+            rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()]
+            return [self.outcome(check, k, total == 0, failing_rows=total, sample=rows) for k in self.keys]
         finally:
             self.spark.catalog.dropTempView(view)
 
@@ -237,7 +277,7 @@ class _Evaluation:
         return {r["k"]: r["count"] for r in rows if r["k"] not in in_run}
 
     def _schema_contract(self, check: SchemaContract) -> list[CheckOutcome]:
-        drift = schema_drift(self.output, self.staged.drop(PK))
+        drift = schema_drift(self.output, self.rows)
         return [self.outcome(check, k, not drift, detail={"drift": drift}) for k in self.keys]
 
 

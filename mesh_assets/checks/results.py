@@ -39,8 +39,11 @@ def check_specs(
 def evaluation(
     key: dg.AssetKey, outcome: CheckOutcome, target: AssetCheckEvaluationTargetMaterializationData | None = None
 ) -> dg.AssetCheckEvaluation:
-    """Dagster's record of one outcome: failing count, a capped sample, drift, tied to what it judged."""
+    """Dagster's record of one outcome: failing count, a capped sample, drift or the check's error, tied to
+    what it judged."""
     metadata: dict[str, Any] = {"failing_rows": outcome.failing_rows}
+    if outcome.error:
+        metadata["error"] = f"check {outcome.name}: {outcome.error}"
     if outcome.sample:
         metadata["failing_sample"] = dg.MetadataValue.json(outcome.sample)
     metadata.update({k: v for k, v in outcome.detail.items() if isinstance(v, int | float | str)})
