@@ -25,9 +25,7 @@ class LeftOut:
     reason: str
 
     def describe(self) -> str:
-        first, last = self.partitions[0], self.partitions[-1]
-        span = first if first == last else f"{first}..{last} ({len(self.partitions)})"
-        return f"{self.key.to_user_string()} {span}: {self.reason}"
+        return f"{self.key.to_user_string()} {_span(list(self.partitions))}: {self.reason}"
 
 
 class _Published:
@@ -49,21 +47,32 @@ class _Published:
         return bool(self.keys(key)) or self.instance.get_latest_materialization_event(key) is not None
 
 
-def _missing(graph: BaseAssetGraph, published: _Published, key: dg.AssetKey, partition: str | None) -> str | None:
-    """The first input partition that ``key``'s ``partition`` reads and that is neither published nor planned."""
+def _span(keys: list[str]) -> str:
+    return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]} ({len(keys)})"
+
+
+def _missing(
+    graph: BaseAssetGraph, published: _Published, key: dg.AssetKey, partition: str | None
+) -> tuple[dg.AssetKey, tuple[str, ...]] | None:
+    """The first input of ``key``'s ``partition`` with partitions neither published nor planned, and those
+    partitions (``()`` for a table never materialized at all); None when every input is there."""
     for parent in sorted(graph.get(key).parent_keys):
-        parent_node = graph.get(parent)
         mapping = graph.get_partition_mapping(key, parent) if partition is not None else None
-        if not parent_node.is_partitioned or partition is None or isinstance(mapping, dg.AllPartitionMapping):
+        whole = partition is None or isinstance(mapping, dg.AllPartitionMapping)
+        if not graph.get(parent).is_partitioned or whole:
             if not published.ever(parent):
-                return f"{parent.to_user_string()} never materialized"
+                return parent, ()
             continue
         needed = graph.get_parent_partition_keys_for_child(partition, parent, key).partitions_subset
         have = published.keys(parent)
-        missing = sorted(k for k in needed.get_partition_keys() if k not in have)
-        if missing:
-            return f"{parent.to_user_string()} {missing[0]} never materialized"
+        if missing := tuple(sorted(k for k in needed.get_partition_keys() if k not in have)):
+            return parent, missing
     return None
+
+
+def _reason(parent: dg.AssetKey, missing: set[str]) -> str:
+    keys = sorted(missing)
+    return f"{parent.to_user_string()}{' ' + _span(keys) if keys else ''} never materialized"
 
 
 def computable(
@@ -78,22 +87,27 @@ def computable(
             continue
         subset = reached[key]
         if subset is None:
-            if reason := _missing(graph, published, key, None):
-                left_out.append(LeftOut(key, ("(unpartitioned)",), reason))
+            if found := _missing(graph, published, key, None):
+                left_out.append(LeftOut(key, ("(unpartitioned)",), _reason(found[0], set(found[1]))))
             else:
                 kept[key] = None
             continue
-        reasons: dict[str, list[str]] = {}
+        by_parent: dict[dg.AssetKey, tuple[list[str], set[str]]] = {}
         for partition in subset.get_partition_keys():
-            if reason := _missing(graph, published, key, partition):
-                reasons.setdefault(reason, []).append(partition)
-        dropped = {p for ps in reasons.values() for p in ps}
-        if dropped:
-            left_out += [LeftOut(key, tuple(sorted(ps)), reason) for reason, ps in sorted(reasons.items())]
+            if found := _missing(graph, published, key, partition):
+                dropped, missing = by_parent.setdefault(found[0], ([], set()))
+                dropped.append(partition)
+                missing.update(found[1])
+        if by_parent:
+            left_out += [
+                LeftOut(key, tuple(sorted(dropped)), _reason(parent, missing))
+                for parent, (dropped, missing) in sorted(by_parent.items(), key=lambda item: item[0].to_user_string())
+            ]
+            gone = {p for dropped, _ in by_parent.values() for p in dropped}
             partitions_def = graph.get(key).partitions_def
             assert partitions_def is not None
             subset = partitions_def.empty_subset().with_partition_keys(
-                [p for p in subset.get_partition_keys() if p not in dropped]
+                [p for p in subset.get_partition_keys() if p not in gone]
             )
         if not subset.is_empty:
             kept[key] = subset

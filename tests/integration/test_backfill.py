@@ -59,7 +59,8 @@ def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition
         "food_delivery/orders_7_days": ["2021-06-02..2021-06-06"],
     }
     assert {item.describe() for item in plan.left_out} == {
-        f"food_delivery/{table} 2021-06-07..2021-06-09 (3): food_delivery/orders 2021-06-07 never materialized"
+        f"food_delivery/{table} 2021-06-07..2021-06-09 (3): food_delivery/orders 2021-06-07..2021-06-09 (3) "
+        "never materialized"
         for table in ("delivery_times_7_days", "orders_7_days")
     }
     for key, rng in plan.runs():

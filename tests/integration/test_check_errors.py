@@ -15,8 +15,8 @@ import pytest
 from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.factory.external_checks import checks_job_name, checks_run_config
 from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
@@ -37,6 +37,7 @@ class World:
         self.instance = dg.DagsterInstance.ephemeral()
         self.defs = mesh_definitions(FIXTURE)
         self.assets = executable_assets(self.defs)
+        self.cursors: dict[str, str | None] = {}
 
     def land(self, table: str, day: str, rows: list[tuple]) -> None:
         df = self.spark.createDataFrame([(*r, date.fromisoformat(day)) for r in rows], SCHEMA)
@@ -47,6 +48,7 @@ class World:
             .option("replaceWhere", replace_predicate("p_date", PartitionRange.from_keys("daily", day, day)))
             .save(self.mesh.registry.location("ce", table))
         )
+        self.cursors = observe_now(self.defs, self.instance, self.mesh, self.cursors)  # and its check run
 
     def run(self, day: str) -> dg.ExecuteInProcessResult:
         return dg.materialize(
@@ -157,15 +159,8 @@ def test_a_blocking_check_that_errors_refuses_its_partition(world):
 
 def test_checks_on_an_external_table_record_their_errors(world):
     day = "2024-02-05"
-    world.land("landed_events", day, [*GOOD, (5, "2", "oops")])
-    job = world.defs.resolve_job_def(checks_job_name("ce", "landed_events"))
-    run = job.execute_in_process(
-        run_config=checks_run_config("ce", "landed_events", [day]),
-        instance=world.instance,
-        resources={"mesh": world.mesh},
-    )
+    world.land("landed_events", day, [*GOOD, (5, "2", "oops")])  # the observer requests its check run
 
-    assert run.success
     assert error_of(world.latest(LANDED, "not_null_idd", day)) == f"check not_null_idd: {MISSING_COLUMN}"
     assert error_of(world.latest(LANDED, "code_is_positive", day)).startswith(
         "check code_is_positive: [CAST_INVALID_INPUT] The value 'oops'"

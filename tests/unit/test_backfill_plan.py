@@ -63,14 +63,32 @@ def test_launch_adds_one_asset_backfill(graph):
     assert got == EXPECTED
 
 
+def published(instance: dg.DagsterInstance, table: str, days: int) -> None:
+    """Report ``food_delivery.<table>`` published for the first ``days`` days of June 2021."""
+    for day in range(1, days + 1):
+        key = dg.AssetKey(["food_delivery", table])
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=f"2021-06-{day:02d}"))
+
+
 def test_cli_dry_run_launches_nothing(monkeypatch, capsys, tmp_path):
     home = tmp_path / "dagster"
     home.mkdir()
     monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
     instance = dg.DagsterInstance.local_temp(str(home))
     args = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]
+    assert main.main([*args, "--dry-run"]) == 1  # nothing was ever materialized: nothing can be computed
+    assert "food_delivery/orders 2021-06-04..2021-06-06 (3): food_delivery/raw_orders" in capsys.readouterr().out
+    published(instance, "raw_orders", 12)
+    for dimension in ("menus", "menu_items", "categories"):
+        instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(["food_delivery", dimension])))
+    published(instance, "orders", 9)  # 06-01..06-09: the 7-day windows ending 06-10..12 cannot be computed
     assert main.main([*args, "--dry-run"]) == 0
-    assert "orders_7_days" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "orders_7_days" in out and "2021-06-04..2021-06-09" in out
+    assert (
+        "food_delivery/orders_7_days 2021-06-10..2021-06-12 (3): food_delivery/orders 2021-06-10..2021-06-12 (3) "
+        "never materialized" in " ".join(out.split())
+    )
     assert instance.get_backfills() == []
     assert main.main(["backfill", "food_delivery.orders", "--start", "2021-06-31", "--end", "2021-07-01"]) == 2
     assert "invalid daily partition key" in capsys.readouterr().out
