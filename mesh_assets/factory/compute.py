@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -23,7 +23,7 @@ from mesh_assets.lineage.capture import read_locations, table_name, undeclared_r
 from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, Input, PySparkTransformation, SqlTransformation
-from mesh_assets.storage.partitions import PartitionRange, format_key
+from mesh_assets.storage.partitions import PartitionRange, format_key, midnight
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, stage
 
@@ -53,8 +53,8 @@ def missing_upstream(
         needed = input_range(inp, upstream, part) if upstream else None
         if upstream is None or upstream.external or needed is None:
             continue
-        first = datetime.combine(upstream.start_date, datetime.min.time())
-        now = datetime.now()
+        first = midnight(upstream.start_date)
+        now = datetime.now(UTC)
         keys = [format_key(v, needed.kind) for v in needed.values() if first <= v <= now]
         done = instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table]))
         missing += [f"{upstream.ref} {k}" for k in keys if k not in done]
