@@ -180,6 +180,19 @@ def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, 
     assert not warehouse.exists()
 
 
+def _landed(tmp_path: Path, table: ExternalTable) -> tuple[DataProduct, TableRegistry, Path]:
+    """An outside writer's table ``central.raw``: its product, a registry, and its ``_delta_log`` folder."""
+    product = DataProduct(
+        domain="central",
+        name="landing",
+        owner="team:central",
+        contacts=[{"kind": "chat", "value": "#central"}],
+        external=(table,),
+    )
+    registry = TableRegistry(str(tmp_path))
+    return product, registry, Path(registry.location("central", "raw")) / "_delta_log"
+
+
 def _commit(log: Path, version: int, values: list[str], column: str = "p_date") -> None:
     log.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -191,15 +204,7 @@ def _commit(log: Path, version: int, values: list[str], column: str = "p_date") 
 
 def test_observer_skips_partition_values_that_are_not_dates(tmp_path):
     # an outside writer with a string partition column: its values never become partition keys
-    product = DataProduct(
-        domain="central",
-        name="landing",
-        owner="team:central",
-        contacts=[{"kind": "chat", "value": "#central"}],
-        external=(ExternalTable(table="raw"),),
-    )
-    registry = TableRegistry(str(tmp_path))
-    log = Path(registry.location("central", "raw")) / "_delta_log"
+    product, registry, log = _landed(tmp_path, ExternalTable(table="raw"))
     _commit(log, 0, ["2021-06-01", "2021-06-01'; DROP TABLE x", "../x"])
     _commit(log, 1, ["2024-02-30", "2021-06-02", "2999-01-01"])
     warnings: list[str] = []
@@ -219,15 +224,9 @@ def test_observer_skips_partition_values_that_are_not_dates(tmp_path):
 
 def test_observer_skips_hourly_values_off_the_hour_or_in_the_future(tmp_path):
     # the key names the UTC hour: an offset is converted, a half hour or a far-future hour is no partition
-    product = DataProduct(
-        domain="central",
-        name="landing",
-        owner="team:central",
-        contacts=[{"kind": "chat", "value": "#central"}],
-        external=(ExternalTable(table="raw", partitioning="hourly", partition_column="p_hour"),),
+    product, registry, log = _landed(
+        tmp_path, ExternalTable(table="raw", partitioning="hourly", partition_column="p_hour")
     )
-    registry = TableRegistry(str(tmp_path))
-    log = Path(registry.location("central", "raw")) / "_delta_log"
     good = ["2021-06-01T01:00:00.000000Z", "2021-06-01 02:00:00", "2021-06-01T05:00:00+02:00"]
     _commit(log, 0, [*good, "2021-06-01 01:30:00", "2999-01-01T00:00:00.000000Z"], column="p_hour")
     warnings: list[str] = []
