@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
@@ -21,7 +21,7 @@ from mesh_assets.factory.partitions import complete_days
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.model import DataProduct
-from mesh_assets.storage.partitions import PartitionRange, format_key, step
+from mesh_assets.storage.partitions import PartitionRange, format_key, midnight, step, utc
 
 LOOKBACK_PARTITIONS = 7
 log = logging.getLogger(__name__)
@@ -30,16 +30,20 @@ log = logging.getLogger(__name__)
 def late_inputs(
     instance: dg.DagsterInstance, products: list[DataProduct], catalog: Catalog, now: datetime
 ) -> list[dict]:
-    """Every (consumer partition, input, deadline kind) whose deadline has passed without the input."""
+    """Every (consumer partition, input, deadline kind) whose deadline has passed without the input.
+
+    ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours.
+    """
     from mesh_assets.factory.compute import input_range  # the run-side module: not loaded with the definitions
 
+    now = utc(now)
     flags = []
     for product in products:
         for t in product.transformations:
             if t.output.partitioning == "none":
                 continue
             kind = t.output.partitioning
-            first = datetime.combine(product.start_date, datetime.min.time())
+            first = midnight(product.start_date)
             for name, inp in t.inputs.items():
                 limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
                 upstream = catalog.get(*inp.ref(product.domain))
@@ -96,7 +100,7 @@ def build_deadline_sensor(domain: str, products: list[DataProduct], catalog: Cat
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
     def _deadlines(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        return evaluate_deadlines(context.instance, watched, catalog, context.cursor, datetime.now())
+        return evaluate_deadlines(context.instance, watched, catalog, context.cursor, datetime.now(UTC))
 
     return _deadlines
 

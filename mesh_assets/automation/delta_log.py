@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mesh_assets.storage.partitions import Kind, format_key, utc
+
 LOG_DIR = "_delta_log"
 
 
@@ -73,16 +75,22 @@ def new_commits(location: str, after: int | None) -> list[Commit]:
     return commits
 
 
-def partition_key(value: str | None, partitioning: str) -> str | None:
-    """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``.
+def partition_key(value: str | None, partitioning: Kind, now: datetime | None = None) -> str | None:
+    """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``, in UTC.
 
-    The whole value must be an ISO date or timestamp (ValueError otherwise), so nothing but a date reaches a key.
+    The whole value must be an ISO date or timestamp on the table's grid (a UTC day or hour) and not after
+    ``now`` (default: the current time); ValueError says which it is not, so nothing but a partition that can
+    exist reaches a key. A value without a zone is UTC: Mesh's sessions write in UTC.
     """
     if value is None:
         return None
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if partitioning == "daily":
-        return moment.strftime("%Y-%m-%d")
-    if moment.tzinfo is not None:  # UTC-normalised partition values; sessions run in UTC
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.strftime("%Y-%m-%d-%H:%M")
+    try:
+        moment = utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        raise ValueError(f"is not a {partitioning} partition") from None
+    hour = moment.replace(minute=0, second=0, microsecond=0)
+    if moment != (hour if partitioning == "hourly" else hour.replace(hour=0)):
+        raise ValueError(f"is not on the {'hour' if partitioning == 'hourly' else 'day'} (UTC)")
+    if moment > (now or datetime.now(UTC)):
+        raise ValueError("is in the future")
+    return format_key(moment, partitioning)

@@ -5,8 +5,9 @@ collects the partitions their ``add``/``remove`` actions name and reports each a
 ``AssetMaterialization`` (one per partition per tick, with the commit versions), so the automation
 sensors downstream react to external data the way they react to Mesh's own writes. A table with checks
 also gets one check run per tick over the partitions reported; its consumers wait for that result. A
-partition value that is not a date (or hour) is an outside writer's mistake: it is reported by name and
-skipped, never turned into a partition key, and never stops the observer at that commit.
+partition value that is not a UTC day (or hour) of the table's partitioning, or that lies in the future, is an
+outside writer's mistake: it is reported by table, version and value and skipped, never turned into a
+partition key, and never stops the observer at that commit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -50,6 +52,7 @@ def observe_table(
     if not commits:
         return [], after
     asset_key = dg.AssetKey([product.domain, ext.table])
+    now = datetime.now(UTC)
     versions: dict[str | None, list[int]] = {}
     for commit in commits:
         if not commit.touched:
@@ -61,11 +64,11 @@ def observe_table(
             found = dict(values)
             value = found.get(ext.partition_column)
             try:
-                key = partition_key(value, ext.partitioning)
-            except ValueError:
+                key = partition_key(value, ext.partitioning, now)
+            except ValueError as exc:
                 warn(
                     f"{product.domain}.{ext.table} version {commit.version}: partition value {value!r} of "
-                    f"{ext.partition_column} is not a {ext.partitioning} partition; skipped"
+                    f"{ext.partition_column} {exc}; skipped"
                 )
                 continue
             if key is None or key[:10] < product.start_date.isoformat():

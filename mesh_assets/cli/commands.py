@@ -277,13 +277,13 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from mesh_assets.demo.landing import ingest_hours
     from mesh_assets.engine.resource import MeshResource
 
     try:
-        start = datetime.strptime(args.start, "%Y-%m-%dT%H")
+        start = datetime.strptime(args.start, "%Y-%m-%dT%H").replace(tzinfo=UTC)
     except ValueError:
         console.print(f"[red]error[/red] --start {args.start!r}: expected YYYY-MM-DDTHH", highlight=False)
         return 2
@@ -293,5 +293,5 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     mesh = MeshResource()
     landed = ingest_hours(mesh.spark, mesh.registry, start, args.hours)
     for hour in landed:
-        console.print(f"landed central.raw_order_events {hour:%Y-%m-%d %H}:00")
+        console.print(f"landed central.raw_order_events {hour:%Y-%m-%d %H}:00 UTC")
     return 0

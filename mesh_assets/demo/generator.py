@@ -1,7 +1,8 @@
 """A deterministic, seeded generator of the example mesh's source data.
 
 The same seed and day always give the same rows, so the demo, the tests and the benchmarks see identical
-data, and a test can compute what a product should contain without Spark.
+data, and a test can compute what a product should contain without Spark. Times are aware UTC datetimes:
+Spark receives them as the same instants whatever the process's time zone.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+
+from mesh_assets.storage.partitions import midnight, utc
 
 CITIES = ("barcelona", "madrid", "milan", "lisbon")
 DISHES = ("pizza", "ramen", "burger", "salad", "tacos", "curry", "poke", "falafel")
@@ -53,7 +56,7 @@ def raw_orders(day: date, seed: int = 7, per_day: int = 160) -> list[tuple]:
     items_by_menu: dict[int, list[int]] = {}
     for item_id, menu_id, _, _ in cat.menu_items:
         items_by_menu.setdefault(menu_id, []).append(item_id)
-    start = datetime.combine(day, datetime.min.time())
+    start = midnight(day)
     rows = []
     count = per_day + rng.randint(-per_day // 8, per_day // 8)
     for n in range(count):
@@ -121,7 +124,7 @@ def order_events(day: date, seed: int = 7, per_day: int = 120) -> tuple[tuple, .
     describes its order. Event ids are ``order_id * 10 + step``; times within an order strictly increase.
     """
     rng = random.Random(f"order-events:{seed}:{day.isoformat()}")
-    start = datetime.combine(day, datetime.min.time())
+    start = midnight(day)
     events = []
     for n in range(per_day + rng.randint(-per_day // 8, per_day // 8)):
         order_id = int(day.strftime("%Y%m%d")) * 10_000 + n
@@ -158,18 +161,18 @@ def order_events(day: date, seed: int = 7, per_day: int = 120) -> tuple[tuple, .
 
 def raw_order_events(hour: datetime, seed: int = 7) -> list[tuple]:
     """What ingestion lands for one hour: that hour's events, plus at-least-once duplicates."""
-    hour = hour.replace(minute=0, second=0, microsecond=0)
+    hour = utc(hour).replace(minute=0, second=0, microsecond=0)
     rows = sorted(
         (e for day in (hour.date() - timedelta(days=1), hour.date()) for e in order_events(day, seed) if e[-1] == hour),
         key=lambda e: (e[3], e[0]),
     )
-    rng = random.Random(f"order-events-dup:{seed}:{hour.isoformat()}")
+    rng = random.Random(f"order-events-dup:{seed}:{hour:%Y-%m-%dT%H:%M:%S}")
     return rows + [rows[i] for i in rng.sample(range(len(rows)), k=(len(rows) + 9) // 10)]
 
 
 def hours(day: date) -> list[datetime]:
-    """The 24 hourly partitions of ``day``."""
-    start = datetime.combine(day, datetime.min.time())
+    """The 24 hourly partitions of ``day`` (UTC)."""
+    start = midnight(day)
     return [start + timedelta(hours=h) for h in range(24)]
 
 

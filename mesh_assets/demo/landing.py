@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 from pyspark.sql import SparkSession
 
 from mesh_assets.demo import generator
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.storage.partitions import PartitionRange, utc
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 
@@ -64,10 +64,11 @@ def ingest_hours(
     """Run the live ingestion for ``hours`` hours from ``start_hour``: one Delta commit per hour, in order.
 
     What ``mesh ingest`` does; the observer then reports each hour and the automation takes it from there.
+    ``start_hour`` is an instant (a naive value is read as UTC); the hours landed are UTC hours.
     """
     if hours < 1:
         raise ValueError("hours must be at least 1")
-    first = start_hour.replace(minute=0, second=0, microsecond=0)
+    first = utc(start_hour).replace(minute=0, second=0, microsecond=0)
     landed = [first + timedelta(hours=i) for i in range(hours)]
     for hour in landed:
         land_order_events_hour(spark, registry, hour, seed)

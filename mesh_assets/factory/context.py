@@ -30,8 +30,10 @@ class ProductContext:
 
     @property
     def partition_start(self) -> datetime | None:
+        """The first partition's start, an aware UTC datetime (exact when handed to Spark in any zone)."""
         return self.partitions.start if self.partitions else None
 
     @property
     def partition_end(self) -> datetime | None:
+        """The last partition's start, an aware UTC datetime."""
         return self.partitions.end if self.partitions else None

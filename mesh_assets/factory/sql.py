@@ -8,6 +8,7 @@ from datetime import date, datetime
 from sqlglot import exp
 
 from mesh_assets.spec.queries import parse_query
+from mesh_assets.storage.partitions import timestamp_text
 
 
 def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
@@ -43,7 +44,7 @@ def bind_parameters(sql: str, args: dict[str, date | datetime]) -> str:
 
 def _literal(value: date | datetime) -> exp.Expression:
     if isinstance(value, datetime):
-        return exp.cast(exp.Literal.string(f"{value:%Y-%m-%d %H:%M:%S}"), exp.DataType.Type.TIMESTAMP)
+        return exp.cast(exp.Literal.string(timestamp_text(value)), exp.DataType.Type.TIMESTAMP)
     if isinstance(value, date):
         return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
     raise TypeError(f"only dates and timestamps are bound, got {type(value).__name__}")

@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from mesh_assets.spec.names import check_identifier
 from mesh_assets.storage.delta import committed_version, version_or_none
-from mesh_assets.storage.partitions import PartitionRange, format_key, step
+from mesh_assets.storage.partitions import PartitionRange, format_key, step, timestamp_text
 
 CONFLICTS = (
     delta_errors.ConcurrentAppendException,
@@ -52,9 +52,10 @@ class WriteResult:
 
 
 def _sql_literal(value: date | datetime) -> str:
-    """A validated date/timestamp as a SQL literal; only typed values reach here, never user text."""
+    """A validated date/timestamp as a SQL literal; only typed values reach here, never user text. A timestamp
+    carries its zone (UTC), so it names the same instant whatever the session's zone."""
     if isinstance(value, datetime):
-        return f"TIMESTAMP'{value:%Y-%m-%d %H:%M:%S}'"
+        return f"TIMESTAMP'{timestamp_text(value)}'"
     if isinstance(value, date):
         return f"DATE'{value:%Y-%m-%d}'"
     raise TypeError(f"partition bound must be a date or datetime, got {type(value).__name__}")

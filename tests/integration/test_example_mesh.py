@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from zones import in_utc
 
 from mesh_assets.demo import generator
 from mesh_assets.spec.discovery import load_domain, sql_text
@@ -102,7 +103,7 @@ def test_daily_descriptors_read_exactly_their_days_24_hours(world):
     ensure_descriptors(world, DAY)
 
     rows = world.table("central", "order_descriptors").where(f"p_date = DATE'{DAY}'").select(*DESCRIPTOR_COLUMNS)
-    got = {r["order_id"]: tuple(r) for r in rows.collect()}
+    got = {r["order_id"]: in_utc(r) for r in rows.collect()}
     expected = expected_descriptors(DAY)
     assert got == expected
     # The data has orders on both edges of the window, so the equality above checks both boundaries.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from zones import local_time_zone
 
 from mesh_assets.automation.observer import observe
 from mesh_assets.cli import commands, main
@@ -179,10 +180,23 @@ def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, 
     assert not warehouse.exists()
 
 
-def _commit(log: Path, version: int, values: list[str]) -> None:
+def _landed(tmp_path: Path, table: ExternalTable) -> tuple[DataProduct, TableRegistry, Path]:
+    """An outside writer's table ``central.raw``: its product, a registry, and its ``_delta_log`` folder."""
+    product = DataProduct(
+        domain="central",
+        name="landing",
+        owner="team:central",
+        contacts=[{"kind": "chat", "value": "#central"}],
+        external=(table,),
+    )
+    registry = TableRegistry(str(tmp_path))
+    return product, registry, Path(registry.location("central", "raw")) / "_delta_log"
+
+
+def _commit(log: Path, version: int, values: list[str], column: str = "p_date") -> None:
     log.mkdir(parents=True, exist_ok=True)
     lines = [
-        json.dumps({"add": {"path": f"p_date={v}/part-{i}.parquet", "partitionValues": {"p_date": v}}})
+        json.dumps({"add": {"path": f"{column}={v}/part-{i}.parquet", "partitionValues": {column: v}}})
         for i, v in enumerate(values)
     ]
     (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
@@ -190,17 +204,9 @@ def _commit(log: Path, version: int, values: list[str]) -> None:
 
 def test_observer_skips_partition_values_that_are_not_dates(tmp_path):
     # an outside writer with a string partition column: its values never become partition keys
-    product = DataProduct(
-        domain="central",
-        name="landing",
-        owner="team:central",
-        contacts=[{"kind": "chat", "value": "#central"}],
-        external=(ExternalTable(table="raw"),),
-    )
-    registry = TableRegistry(str(tmp_path))
-    log = Path(registry.location("central", "raw")) / "_delta_log"
+    product, registry, log = _landed(tmp_path, ExternalTable(table="raw"))
     _commit(log, 0, ["2021-06-01", "2021-06-01'; DROP TABLE x", "../x"])
-    _commit(log, 1, ["2024-02-30", "2021-06-02"])
+    _commit(log, 1, ["2024-02-30", "2021-06-02", "2999-01-01"])
     warnings: list[str] = []
 
     events, cursor = observe([product], registry, {}, warnings.append)
@@ -208,6 +214,29 @@ def test_observer_skips_partition_values_that_are_not_dates(tmp_path):
     assert [e.partition for e in events] == ["2021-06-01", "2021-06-02"]
     assert cursor == {"central.raw": 1}  # the bad commits do not stop the observer
     assert sorted(warnings) == sorted(
-        f"central.raw version {v}: partition value {value!r} of p_date is not a daily partition; skipped"
-        for v, value in [(0, "../x"), (0, "2021-06-01'; DROP TABLE x"), (1, "2024-02-30")]
+        [
+            f"central.raw version {v}: partition value {value!r} of p_date is not a daily partition; skipped"
+            for v, value in [(0, "../x"), (0, "2021-06-01'; DROP TABLE x"), (1, "2024-02-30")]
+        ]
+        + ["central.raw version 1: partition value '2999-01-01' of p_date is in the future; skipped"]
     )
+
+
+def test_observer_skips_hourly_values_off_the_hour_or_in_the_future(tmp_path):
+    # the key names the UTC hour: an offset is converted, a half hour or a far-future hour is no partition
+    product, registry, log = _landed(
+        tmp_path, ExternalTable(table="raw", partitioning="hourly", partition_column="p_hour")
+    )
+    good = ["2021-06-01T01:00:00.000000Z", "2021-06-01 02:00:00", "2021-06-01T05:00:00+02:00"]
+    _commit(log, 0, [*good, "2021-06-01 01:30:00", "2999-01-01T00:00:00.000000Z"], column="p_hour")
+    warnings: list[str] = []
+
+    with local_time_zone("Asia/Tokyo"):
+        events, cursor = observe([product], registry, {}, warnings.append)
+
+    assert [e.partition for e in events] == ["2021-06-01-01:00", "2021-06-01-02:00", "2021-06-01-03:00"]
+    assert cursor == {"central.raw": 0}
+    assert sorted(warnings) == [
+        "central.raw version 0: partition value '2021-06-01 01:30:00' of p_hour is not on the hour (UTC); skipped",
+        "central.raw version 0: partition value '2999-01-01T00:00:00.000000Z' of p_hour is in the future; skipped",
+    ]

@@ -116,7 +116,7 @@ def test_window_bounds_are_bound_as_typed_literals_for_connect() -> None:
         "AND CAST('2021-06-07' AS DATE) AND y = :other"
     )
     hourly = bind_parameters("SELECT * FROM t WHERE h = :partition_start", {"partition_start": datetime(2021, 6, 1, 5)})
-    assert hourly == "SELECT * FROM t WHERE h = CAST('2021-06-01 05:00:00' AS TIMESTAMP)"
+    assert hourly == "SELECT * FROM t WHERE h = CAST('2021-06-01 05:00:00+00:00' AS TIMESTAMP)"
 
 
 @pytest.fixture

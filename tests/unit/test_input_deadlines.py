@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+from zones import local_time_zone
 
-from mesh_assets.automation.deadlines import evaluate_deadlines
+from mesh_assets.automation.deadlines import build_deadline_sensor, evaluate_deadlines
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import load_all
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
+HOURLY = Path(__file__).resolve().parents[1] / "fixtures" / "time_zones" / "domains"
 CONSUMER = dg.AssetKey(["courier", "courier_distances_points_intermediate"])
 
 
@@ -47,3 +49,24 @@ def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
 
     again = evaluate_deadlines(instance, products, catalog, tick.cursor, datetime(2021, 6, 3, 10))
     assert again.asset_events == [] and len(receiver) == 2
+
+
+def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
+    # hour_counts' input is 1 h late when an hour is unpublished 1 h after it closed; nothing is ever published
+    domains = load_all(HOURLY)
+    products = domains["central"].products
+    sensor = build_deadline_sensor("central", products, Catalog(domains, []))
+    assert sensor is not None
+
+    with local_time_zone("Asia/Tokyo"), dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()) as context:
+        before = datetime.now(UTC)
+        result = sensor(context)
+        after = datetime.now(UTC)
+
+    def overdue(now: datetime) -> list[str]:
+        closed = now.replace(minute=0, second=0, microsecond=0)
+        return [f"{closed - timedelta(hours=back):%Y-%m-%d-%H:%M}" for back in range(7, 1, -1)]
+
+    flagged = sorted(e.partition for e in result.asset_events)
+    assert flagged in (overdue(before), overdue(after))
+    assert {e.metadata["input_deadline"].value for e in result.asset_events} == {"late"}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
+from zones import local_time_zone
 
 from mesh_assets.factory.sql import rewrite_tables
 from mesh_assets.spec.model import Window
@@ -22,7 +23,7 @@ def test_bad_daily_keys_are_refused(key):
 def test_good_keys_parse_and_ranges_enumerate():
     rng = PartitionRange.from_keys("daily", "2024-02-27", "2024-03-01")
     assert rng.keys() == ["2024-02-27", "2024-02-28", "2024-02-29", "2024-03-01"]
-    assert parse_key("2024-02-29-13:00", "hourly") == datetime(2024, 2, 29, 13)
+    assert parse_key("2024-02-29-13:00", "hourly") == datetime(2024, 2, 29, 13, tzinfo=UTC)
     with pytest.raises(PartitionKeyError, match="ends"):
         PartitionRange.from_keys("daily", "2024-03-01", "2024-02-01")
 
@@ -39,6 +40,15 @@ def test_replace_predicate_uses_typed_literals_only():
     assert replace_predicate("p_date", rng) == "`p_date` >= DATE'2021-06-04' AND `p_date` <= DATE'2021-06-06'"
     with pytest.raises(ValueError, match="invalid identifier"):
         replace_predicate("p_date` OR 1=1 --", rng)
+
+
+def test_a_day_is_24_utc_hours_in_any_process_zone():
+    with local_time_zone("Europe/Madrid"):  # 2023-03-26 has 23 hours there
+        hours = PartitionRange.from_keys("daily", "2023-03-26", "2023-03-26").as_kind("hourly")
+        assert len(hours.keys()) == 24 and hours.literal(hours.end) == datetime(2023, 3, 26, 23, tzinfo=UTC)
+        assert replace_predicate("p_hour", hours) == (
+            "`p_hour` >= TIMESTAMP'2023-03-26 00:00:00+00:00' AND `p_hour` <= TIMESTAMP'2023-03-26 23:00:00+00:00'"
+        )
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "x; drop table y", "Orders", "1abc", "a b", ""])
