@@ -148,6 +148,35 @@ def test_writers_of_different_partitions_all_land(rel, workers, tmp_path):
     assert rel.rows("2021-06-11") == [(i, "raw") for i in range(3)]
 
 
+def test_writers_creating_a_new_table_for_different_days_both_land(rel, workers, tmp_path):
+    days = {"a": "2021-06-12", "b": "2021-06-13"}
+    table = f"new_{uuid.uuid4().hex[:8]}"
+
+    out = write_at_once(workers, rel.location(table), days, tmp_path)
+
+    assert sorted(a.get("version", -1) for a in out.values()) == [0, 1], out
+    for tag, day in days.items():
+        assert rel.rows(day, table) == [(i, tag) for i in IDS]
+
+
+def test_writers_creating_a_new_table_for_one_day_leave_one_writers_rows(rel, workers, tmp_path):
+    day, table = "2021-06-14", f"new_{uuid.uuid4().hex[:8]}"
+
+    out = write_at_once(workers, rel.location(table), {"a": day, "b": day}, tmp_path)
+
+    committed = {tag: a["version"] for tag, a in out.items() if "version" in a}
+    refused = [a["failed"] for a in out.values() if "failed" in a]
+    assert list(committed.values()) == [0] and len(refused) == 1, out
+    assert refused[0].startswith(
+        f"writing rel.events partition {day} failed: another writer created the table with rows of the same "
+        "partitions first"
+    )
+    assert refused[0].endswith("the table is at version 0, committed by another writer")
+    [winner] = committed
+    assert rel.rows(day, table) == [(i, winner) for i in IDS]
+    assert rel.version(table) == 0
+
+
 @pytest.mark.parametrize("second_day", ["2021-06-16", "2021-06-15"], ids=["other-partition", "same-partition"])
 def test_runs_of_one_table_queue_on_its_pool(rel, workers, gate, tmp_path, second_day):
     """Two processes run ``held_events`` at once on one instance configured as ``mesh setup`` writes it: the
