@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from pathlib import Path
 
@@ -51,23 +51,26 @@ class Rel:
     def location(self, table: str = "events") -> str:
         return self.mesh.registry.location("rel", table)
 
-    def frame(self, day: str, ids: range, payload: str) -> DataFrame:
+    def frame(self, day: str, ids: Iterable[int | None], payload: str) -> DataFrame:
         d = date.fromisoformat(day)
         return self.spark.createDataFrame([(i, payload, d) for i in ids], SCHEMA)
 
-    def land(self, day: str, ids: range, payload: str) -> None:
+    def land(self, day: str, ids: Iterable[int | None], payload: str) -> None:
         rng = PartitionRange.from_keys("daily", day, day)
         self.frame(day, ids, payload).coalesce(1).write.format("delta").mode("overwrite").partitionBy("p_date").option(
             "replaceWhere", replace_predicate("p_date", rng)
         ).save(self.location("raw_events"))
 
-    def run(self, key: list[str], partition: str, instance: dg.DagsterInstance | None = None):
+    def run(self, key: list[str], partition: str, instance: dg.DagsterInstance | None = None, end: str | None = None):
+        """A run of ``partition``, or of the range ``partition``..``end`` as one run."""
+        tags = {"dagster/asset_partition_range_start": partition, "dagster/asset_partition_range_end": end}
         return dg.materialize(
             self.assets,
             instance=instance or self.instance,
             resources={"mesh": self.mesh},
             selection=[dg.AssetKey(key)],
-            partition_key=partition,
+            partition_key=None if end else partition,
+            tags=tags if end else None,
             raise_on_error=False,
         )
 
