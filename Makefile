@@ -31,9 +31,13 @@ services:
 demo: setup
 	$(BIN)/mesh demo
 
+# Always on the loopback; `make dev DEV_PORT=3001 DEV_WORKSPACE=other.yaml` serves another port or workspace.
+DEV_PORT      ?= 3000
+DEV_WORKSPACE ?= workspace.yaml
+
 dev: setup
 	$(BIN)/mesh setup
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
 
 # Two workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
 # server it started (daemon, webserver, cluster, Postgres) the other computes.

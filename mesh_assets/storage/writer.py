@@ -5,6 +5,7 @@ sees either the old partitions or the new ones, never a mix; rerunning with the 
 rows (idempotent); an empty result leaves those partitions empty; other partitions are untouched.
 A write that fails (full disk, a concurrent commit to the same partitions, a killed job) commits nothing:
 :class:`WriteFailed` names the table, the partitions, the underlying cause and the version readers still see.
+Two first writes of a new table into different partitions both commit, though Delta fails the second.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import date, datetime
 
 from delta import exceptions as delta_errors
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -36,6 +37,8 @@ CONFLICTS = (
     delta_errors.ProtocolChangedException,
 )
 """Delta's commit conflicts: another transaction committed first to what this one read."""
+CREATED_FIRST = (delta_errors.MetadataChangedException, delta_errors.ProtocolChangedException)
+"""How Delta fails the second of two first writes of a table, whatever partitions each wrote."""
 
 
 class WriteFailed(RuntimeError):
@@ -88,7 +91,13 @@ def failure_cause(exc: BaseException) -> str:
 
 
 def _failed(
-    spark: SparkSession, exc: Exception, name: str, location: str, keys: Sequence[str], before: int | None
+    spark: SparkSession,
+    exc: Exception,
+    name: str,
+    location: str,
+    keys: Sequence[str],
+    before: int | None,
+    cause: str | None = None,
 ) -> WriteFailed:
     listed = ", ".join(keys) if len(keys) <= 5 else f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"
     what = f"{name} partition{'s' if len(keys) > 1 else ''} {listed}" if keys else name
@@ -102,7 +111,34 @@ def _failed(
         state = f"the table is unchanged at version {after}"
     else:
         state = f"nothing of this write was committed; the table is at version {after}, committed by another writer"
-    return WriteFailed(f"writing {what} failed: {failure_cause(exc)}; {state}")
+    return WriteFailed(f"writing {what} failed: {cause or failure_cause(exc)}; {state}")
+
+
+def _into_table_created_meanwhile(
+    spark: SparkSession,
+    writer: DataFrameWriter,
+    exc: Exception,
+    location: str,
+    name: str,
+    keys: Sequence[str],
+    where: str | None,
+) -> int | None:
+    """Write once more into the table another writer created while this write tried to; the version it found.
+
+    Both first writes of a table start from no table: the first commit creates it and Delta fails the other
+    with a protocol or metadata conflict even when they wrote different partitions. When the other writer left
+    no rows in this write's partitions (``where``), nothing conflicts and the same write commits into its table.
+    """
+    created = version_or_none(spark, location)
+    if where is None or not spark.read.format("delta").load(location).where(where).isEmpty():
+        rows = "" if where is None else " with rows of the same partitions"
+        cause = f"another writer created the table{rows} first ({type(exc).__name__}); re-run to publish"
+        raise _failed(spark, exc, name, location, keys, None, cause) from exc
+    try:
+        writer.save(location)
+    except Exception as again:
+        raise _failed(spark, again, name, location, keys, created) from again
+    return created
 
 
 def stage(df: DataFrame) -> DataFrame:
@@ -181,5 +217,12 @@ def commit(
     try:
         writer.save(location)
     except Exception as exc:
-        raise _failed(spark, exc, name or location, location, keys, before) from exc
+        if before is not None or not isinstance(exc, CREATED_FIRST):
+            raise _failed(spark, exc, name or location, location, keys, before) from exc
+        ours = (
+            replace_predicate(partition_column, partitions, publish)
+            if partitions is not None and partition_column
+            else None
+        )
+        before = _into_table_created_meanwhile(spark, writer, exc, location, name or location, keys, ours)
     return WriteResult(location, committed_version(spark, location, metadata, before), rows, published, staged.schema)

@@ -1,4 +1,4 @@
-"""Faults on real Spark and Delta: a killed job, a killed run worker, concurrent writers, a full disk.
+"""Faults on real Spark and Delta: a killed job, a killed run worker, a full disk.
 
 Whatever fails, readers keep seeing a committed version of every table, and a re-run publishes exactly one
 copy of the rows. Runs use the small ``rel`` fixture domain (``tests/fixtures/reliability``).
@@ -11,85 +11,25 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from delta.tables import DeltaTable
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from reliability import FIXTURE, Gate, Rel, failure_message, subprocess_env, wait_for
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.partitions import PartitionRange
-from mesh_assets.storage.writer import WriteFailed, commit, replace_predicate
+from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "fixtures" / "reliability"
-SCHEMA = "id bigint, payload string, p_date date"
 EVENTS = ["rel", "events"]
 HELD = ["rel", "held_events"]
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-class Rel:
-    """A warehouse for the ``rel`` domain, an instance, and helpers to land, run and read."""
-
-    def __init__(self, spark, base: Path, instance: dg.DagsterInstance | None = None):
-        self.spark = spark
-        self.warehouse = base / f"wh-{uuid.uuid4().hex[:8]}"
-        self.mesh = MeshResource(warehouse=str(self.warehouse))
-        self.instance = instance or dg.DagsterInstance.ephemeral()
-        self.defs = mesh_definitions(FIXTURE / "domains")
-        self.assets = executable_assets(self.defs)
-
-    def location(self, table: str = "events") -> str:
-        return self.mesh.registry.location("rel", table)
-
-    def frame(self, day: str, ids: range, payload: str) -> DataFrame:
-        d = date.fromisoformat(day)
-        return self.spark.createDataFrame([(i, payload, d) for i in ids], SCHEMA)
-
-    def land(self, day: str, ids: range, payload: str) -> None:
-        rng = PartitionRange.from_keys("daily", day, day)
-        self.frame(day, ids, payload).coalesce(1).write.format("delta").mode("overwrite").partitionBy("p_date").option(
-            "replaceWhere", replace_predicate("p_date", rng)
-        ).save(self.location("raw_events"))
-
-    def run(self, key: list[str], partition: str, instance: dg.DagsterInstance | None = None):
-        observe_now(self.defs, instance or self.instance, self.mesh)  # the landed days, as the observer reports
-        return dg.materialize(
-            self.assets,
-            instance=instance or self.instance,
-            resources={"mesh": self.mesh},
-            selection=[dg.AssetKey(key)],
-            partition_key=partition,
-            raise_on_error=False,
-        )
-
-    def rows(self, day: str, table: str = "events") -> list[tuple]:
-        df = self.spark.read.format("delta").load(self.location(table))
-        return sorted(tuple(r) for r in df.where(F.col("p_date") == date.fromisoformat(day)).drop("p_date").collect())
-
-    def version(self, table: str = "events") -> int:
-        return DeltaTable.forPath(self.spark, self.location(table)).history(1).collect()[0]["version"]
 
 
 def committed_files(location: str) -> set[str]:
@@ -107,18 +47,6 @@ def committed_files(location: str) -> set[str]:
 
 def data_files(location: str) -> set[str]:
     return {str(p.relative_to(location)) for p in Path(location).rglob("*.parquet")}
-
-
-def subprocess_env(rel: Rel, home: Path, **extra: str) -> dict[str, str]:
-    """A Mesh process of its own: its own home and Spark, the test's warehouse, the checkout's jars."""
-    return {
-        **os.environ,
-        "MESH_HOME": str(home),
-        "MESH_WAREHOUSE": str(rel.warehouse),
-        "MESH_PROJECT_ROOT": str(ROOT),
-        "DAGSTER_HOME": str(home / "dagster"),
-        **extra,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -281,32 +209,6 @@ class Launcher:
         list(consume_new_runs_for_automatic_reexecution(self.context, failed, logging.getLogger("retries")))
 
 
-class Gate:
-    """The fixture's gate: while held, runs of ``held_events`` wait in their transformation."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.folder.mkdir()
-        self.seen = 0
-
-    def hold(self) -> None:
-        (self.folder / "hold").touch()
-
-    def release(self) -> None:
-        (self.folder / "hold").unlink(missing_ok=True)
-
-    def arrivals(self) -> list[int]:
-        """Process ids of the runs that reached the gate, in order."""
-        started = self.folder / "started"
-        return [int(pid) for pid in started.read_text().split()] if started.exists() else []
-
-    def next(self) -> int:
-        """Wait for the next run to reach the gate; its process id."""
-        pids = wait_for(lambda: len(a := self.arrivals()) > self.seen and a, 600, "a run to reach its transformation")
-        self.seen += 1
-        return pids[self.seen - 1]
-
-
 @pytest.fixture(scope="module")
 def launcher(rel, tmp_path_factory) -> Iterator[Launcher]:
     """One instance and code server for the module (each costs seconds); run workers inherit this env."""
@@ -379,128 +281,6 @@ def test_run_lost_with_its_code_server_is_failed_by_run_monitoring(rel, launcher
     assert not Path(rel.location("held_events")).exists() or rel.rows(day, "held_events") == []
 
 
-def slow_frame(rel: Rel, day: str, ids: range, payload: str) -> DataFrame:
-    """Rows whose every evaluation sleeps a second per row inside the JVM, so two writes overlap for sure."""
-    pause = F.expr("substr(java_method('java.lang.Thread', 'sleep', bigint(1000)), 0, 0)")
-    return rel.frame(day, ids, payload).coalesce(1).withColumn("payload", F.concat("payload", pause))
-
-
-def write_at_once(rel: Rel, writes: dict[str, str], ids: range) -> dict[str, object]:
-    """``{tag: day}``: each tag's rows committed to its day by Mesh's writer, all threads started together."""
-    barrier, out = threading.Barrier(len(writes)), {}
-
-    def write(tag: str, day: str) -> None:
-        rng = PartitionRange.from_keys("daily", day, day)
-        frame = slow_frame(rel, day, ids, tag)
-        barrier.wait()
-        try:
-            out[tag] = commit(
-                rel.spark,
-                frame,
-                rel.location(),
-                partition_column="p_date",
-                partitions=rng,
-                commit_info={"writer": tag},
-                name="rel.events",
-            ).version
-        except WriteFailed as exc:
-            out[tag] = exc
-
-    threads = [threading.Thread(target=write, args=item) for item in writes.items()]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
-
-
-@pytest.mark.slow
-def test_two_writers_of_one_partition_never_lose_or_double_rows(rel):
-    day, ids = "2021-06-08", range(3)
-    rel.land(day, ids, "raw")
-    assert rel.run(EVENTS, day).success
-    start = rel.version()
-
-    out = write_at_once(rel, {"a": day, "b": day}, ids)
-
-    committed = {tag: v for tag, v in out.items() if isinstance(v, int)}
-    refused = {tag: e for tag, e in out.items() if isinstance(e, WriteFailed)}
-    assert committed and len(committed) + len(refused) == 2
-    for exc in refused.values():
-        assert f"writing rel.events partition {day} failed: another write committed to the same partitions first" in (
-            str(exc)
-        )
-        assert f"the table is at version {max(committed.values())}" in str(exc)
-    last = max(committed, key=committed.__getitem__)
-    assert rel.rows(day) == [(i, last) for i in ids]
-    assert rel.version() == start + len(committed)
-
-
-@pytest.mark.slow
-def test_writers_of_different_partitions_all_land(rel):
-    days, ids = {"a": "2021-06-09", "b": "2021-06-10"}, range(3)
-    for day in days.values():
-        rel.land(day, ids, "raw")
-    assert rel.run(EVENTS, days["a"]).success
-    start = rel.version()
-
-    out = write_at_once(rel, days, ids)
-
-    assert sorted(out.values()) == [start + 1, start + 2]
-    for tag, day in days.items():
-        assert rel.rows(day) == [(i, tag) for i in ids]
-
-
-@pytest.mark.slow
-def test_a_run_waits_for_the_tables_pool(rel, tmp_path):
-    """Mesh's own writers of a table never meet in Delta: each asset has the pool ``mesh/<domain>/<table>``
-    and the instance allows one step per pool. Here another run holds the pool (a claimed slot, as a running
-    writer's step holds it) and a run of the same table waits until it is released."""
-    import yaml
-
-    from mesh_assets.cli.commands import instance_yaml
-    from mesh_assets.factory.assets import table_pool
-
-    day, pool = "2021-06-11", table_pool("rel", "events")
-    rel.land(day, range(4), "pooled")
-    (tmp_path / "dagster").mkdir()
-    with dg.DagsterInstance.local_temp(
-        str(tmp_path / "dagster"), overrides=yaml.safe_load(instance_yaml("sqlite"))
-    ) as instance:
-        storage = instance.event_log_storage
-        storage.initialize_concurrency_limit_to_default(pool)
-        assert storage.claim_concurrency_slot(pool, "other-run", "rel__events").is_claimed
-        released = []
-
-        def release() -> None:
-            released.append(time.time())
-            storage.free_concurrency_slot_for_step("other-run", "rel__events")
-
-        timer = threading.Timer(5, release)
-        timer.start()
-        try:
-            result = rel.run(EVENTS, day, instance)
-        finally:
-            timer.cancel()
-        assert result.success
-        messages = [e.message or "" for e in instance.all_logs(result.run_id)]
-        begin, _ = step_window(instance, result.run_id)
-
-    assert any(f"Step blocked by limit for pool {pool}" in m for m in messages)
-    assert released and begin >= released[0]
-    assert rel.rows(day) == [(i, "pooled") for i in range(4)]
-
-
-def step_window(instance: dg.DagsterInstance, run_id: str) -> tuple[float, float]:
-    """When the run's one step started and succeeded, from the instance's event log."""
-    times = {
-        e.dagster_event.event_type_value: e.timestamp
-        for e in instance.all_logs(run_id)
-        if e.dagster_event and e.dagster_event.event_type_value in {"STEP_START", "STEP_SUCCESS"}
-    }
-    return times["STEP_START"], times["STEP_SUCCESS"]
-
-
 def fill(disk: Path, leave: int) -> Path:
     """Fill the filesystem of ``disk`` up to ``leave`` free bytes; delete the returned file to free it."""
     filler = disk / "filler"
@@ -539,16 +319,6 @@ def land_big_day(rel: Rel, day: str, rows: int) -> None:
     big.write.format("delta").mode("overwrite").partitionBy("p_date").option(
         "replaceWhere", replace_predicate("p_date", rng)
     ).save(rel.location("raw_events"))
-
-
-def failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """The step's error and its causes, as the UI shows them."""
-    error = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data.error
-    messages = []
-    while error is not None:
-        messages.append(error.message)
-        error = error.cause
-    return "\n".join(messages)
 
 
 @pytest.mark.slow

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import logging.handlers
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,22 +14,27 @@ from zones import local_time_zone
 from mesh_assets.automation.deadlines import build_deadline_sensor, evaluate_deadlines
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import load_all
+from mesh_assets.spec.model import DataProduct
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
 HOURLY = Path(__file__).resolve().parents[1] / "fixtures" / "time_zones" / "domains"
 CONSUMER = dg.AssetKey(["courier", "courier_distances_points_intermediate"])
 
 
-def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
-    receiver, point = webhook
-    point("courier")
+def courier() -> tuple[dg.DagsterInstance, list[DataProduct], Catalog]:
+    """The courier domain, whose input central.order_descriptors was published for 2021-06-01 only."""
     domains = load_all(DOMAINS)
-    catalog = Catalog(domains, [])
-    products = [p for p in domains["courier"].products]
     instance = dg.DagsterInstance.ephemeral()
     instance.report_runless_asset_event(
         dg.AssetMaterialization(dg.AssetKey(["central", "order_descriptors"]), partition="2021-06-01")
     )
+    return instance, list(domains["courier"].products), Catalog(domains, [])
+
+
+def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
+    receiver, point = webhook
+    point("courier")
+    instance, products, catalog = courier()
 
     early = evaluate_deadlines(instance, products, catalog, None, datetime(2021, 6, 3, 7))
     flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in early.asset_events}
@@ -70,3 +78,22 @@ def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
     flagged = sorted(e.partition for e in result.asset_events)
     assert flagged in (overdue(before), overdue(after))
     assert {e.metadata["input_deadline"].value for e in result.asset_events} == {"late"}
+
+
+def test_an_unreachable_webhook_never_stops_the_flags(monkeypatch):
+    monkeypatch.setenv("MESH_ALERT_WEBHOOK_COURIER", "http://127.0.0.1:1/hook?token=secret")
+    instance, products, catalog = courier()
+    handler = logging.handlers.BufferingHandler(capacity=100)
+    logger = logging.getLogger("mesh_assets.automation.deadlines")
+    logger.addHandler(handler)
+    try:
+        tick = evaluate_deadlines(instance, products, catalog, None, datetime(2021, 6, 3, 9))
+    finally:
+        logger.removeHandler(handler)
+
+    flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in tick.asset_events}
+    assert flagged == {(CONSUMER, "2021-06-02", "late"), (CONSUMER, "2021-06-02", "timed_out")}
+    assert len(json.loads(tick.cursor)) == 2
+    warnings = [r.getMessage() for r in handler.buffer if r.levelno == logging.WARNING]
+    refused = "the webhook in MESH_ALERT_WEBHOOK_COURIER is unreachable ([Errno 111] Connection refused)"
+    assert warnings == [f"alert to courier's channel failed: {refused}"] * 2  # the variable, never the URL
