@@ -71,7 +71,6 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
         "spark.driver.memory": spark.driver_memory,
         "spark.ui.enabled": str(spark.ui_enabled).lower(),
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.sources.partitionOverwriteMode": "static",
         "spark.databricks.delta.snapshotPartitions": "2",
@@ -95,6 +94,8 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
                 conf["spark.jars"] += "," + ",".join(s3a)  # shipped to the executors
             conf.update(s3a_conf(settings))
     conf.update(spark.conf)
+    # Partition keys, Delta's partition values and date_format keys are UTC: a setting may not move them.
+    conf["spark.sql.session.timeZone"] = "UTC"
     return conf
 
 

@@ -138,3 +138,11 @@ def test_setup_writes_the_instance_the_setting_names_and_leaves_a_foreign_file_a
     dagster_home.write_text("storage: {}\n")
     commands.persistent_instance("sqlite")
     assert dagster_home.read_text() == "storage: {}\n"
+
+
+def test_the_session_time_zone_stays_utc_whatever_the_settings_say():
+    from mesh_assets.engine.session import spark_conf
+    from mesh_assets.settings import MeshSettings
+
+    settings = MeshSettings(spark={"conf": {"spark.sql.session.timeZone": "Europe/Madrid"}})
+    assert spark_conf(settings)["spark.sql.session.timeZone"] == "UTC"
