@@ -11,13 +11,14 @@ those: it rewrites the whole table with the new schema in one commit (``overwrit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.spec.model import SchemaPolicy
-from mesh_assets.storage.partitions import PartitionRange, format_key
+from mesh_assets.storage.partitions import Kind, PartitionRange, format_key
 
 
 @dataclass(frozen=True)
@@ -117,21 +118,30 @@ def write_options(name: str, change: SchemaChange, rule: SchemaRule) -> dict[str
     raise refusal(name, change, rule)
 
 
+def bound_key(value: date | datetime, kind: Kind) -> str:
+    """A partition column's value as its partition key. PySpark hands a timestamp to Python as the process's
+    local wall-clock time, so it is turned back into UTC first."""
+    if isinstance(value, datetime):
+        return format_key(value.astimezone(UTC).replace(tzinfo=None), kind)
+    return format_key(datetime.combine(value, datetime.min.time()), kind)
+
+
 def check_rebuild_covers(
     spark: SparkSession, location: str, name: str, column: str, partitions: PartitionRange
 ) -> None:
     """Refuse a rebuild whose range leaves out partitions the table holds: its commit would drop them.
 
-    The bounds are formatted by Spark (in the session's UTC), so hourly keys never pass through local time."""
-    fmt = "yyyy-MM-dd" if partitions.kind == "daily" else "yyyy-MM-dd-HH:mm"
-    table = spark.read.format("delta").load(location)
-    lo, hi = table.agg(F.date_format(F.min(column), fmt), F.date_format(F.max(column), fmt)).first()
+    The table's bounds are a plain min and max of its partition column, which Delta answers from its log."""
+    lo, hi = spark.read.format("delta").load(location).agg(F.min(column), F.max(column)).first()
+    if lo is None:
+        return
+    held = bound_key(lo, partitions.kind), bound_key(hi, partitions.kind)
     first, last = format_key(partitions.start, partitions.kind), format_key(partitions.end, partitions.kind)
-    if lo is None or (first <= lo and hi <= last):
+    if first <= held[0] and held[1] <= last:
         return
     raise SchemaChangeRefused(
-        f"{name}: a rebuild must cover every partition of the table: it holds {lo}..{hi}, the run covers "
-        f"{first}..{last}. Nothing was written; launch it with `mesh rebuild {name.replace('.', '/', 1)}`"
+        f"{name}: a rebuild must cover every partition of the table: it holds {held[0]}..{held[1]}, the run "
+        f"covers {first}..{last}. Nothing was written; launch it with `mesh rebuild {name.replace('.', '/', 1)}`"
     )
 
 

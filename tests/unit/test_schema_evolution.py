@@ -6,11 +6,13 @@ The writes themselves (mergeSchema, refusals, rebuilds on real Delta) are in
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 from rich.console import Console
 
 from mesh_assets import Output, mesh_definitions
@@ -20,7 +22,7 @@ from mesh_assets.dbt.catalog import dbt_tables
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import load_all
 from mesh_assets.spec.errors import SpecError
-from mesh_assets.storage.schema import SchemaChangeRefused, SchemaRule, compare, write_options
+from mesh_assets.storage.schema import SchemaChangeRefused, SchemaRule, bound_key, compare, write_options
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "schema" / "domains"
@@ -63,6 +65,20 @@ def test_policy_merges_additive_changes_and_refuses_the_rest():
 
     with pytest.raises(SchemaChangeRefused, match=r"added column note \(string\) \(schema: strict\); no product"):
         write_options("d.t", added, SchemaRule("strict"))
+
+
+def test_table_bounds_are_utc_keys_whatever_the_process_time_zone(monkeypatch):
+    monkeypatch.setenv("TZ", "America/Sao_Paulo")
+    time.tzset()
+    try:
+        hour = datetime(2024, 3, 10, 1, tzinfo=UTC)
+        collected = TimestampType().fromInternal(int(hour.timestamp() * 1_000_000))  # as PySpark returns it
+        assert collected.hour != 1  # local wall-clock time
+        assert bound_key(collected, "hourly") == "2024-03-10-01:00"
+        assert bound_key(date(2024, 3, 10), "daily") == "2024-03-10"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_schema_policy_in_python_and_yaml(tmp_path, monkeypatch):
