@@ -93,13 +93,10 @@ def sc(spark, tmp_path) -> Schemas:
 
 
 def failure_message(result) -> str:
-    """The step's error and its causes, as the UI shows them."""
-    error = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data.error
-    messages = []
-    while error is not None:
-        messages.append(error.message)
-        error = error.cause
-    return "\n".join(messages)
+    """The step's error with its causes and their stacks, as the UI shows them."""
+    return next(
+        e for e in result.all_events if e.event_type_value == "STEP_FAILURE"
+    ).event_specific_data.error.to_string()
 
 
 def test_an_added_nullable_column_is_published_unless_the_policy_is_strict(sc):
