@@ -1,4 +1,4 @@
-"""Lineage-driven backfills: plan the downstream closure of a partition range, launch it as one backfill."""
+"""Lineage-driven backfills and rebuilds: plan the partitions to recompute, launch them as one backfill."""
 
 from mesh_assets.backfill.computable import LeftOut
 from mesh_assets.backfill.plan import (
@@ -12,8 +12,10 @@ from mesh_assets.backfill.plan import (
     parse_asset_key,
     plan_backfill,
 )
+from mesh_assets.backfill.rebuild import REBUILD_TAG, plan_rebuild, rebuild_requested
 
 __all__ = [
+    "REBUILD_TAG",
     "BackfillError",
     "BackfillPlan",
     "BackfillProgress",
@@ -24,4 +26,6 @@ __all__ = [
     "launch_backfill",
     "parse_asset_key",
     "plan_backfill",
+    "plan_rebuild",
+    "rebuild_requested",
 ]

@@ -11,7 +11,7 @@ by the daemon (each asset's range as one run, since partitioned assets use a sin
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import dagster as dg
@@ -91,11 +91,16 @@ class BackfillPlan:
     """The assets and partitions to recompute, in topological order, and the subset Dagster backfills."""
 
     root: dg.AssetKey
-    root_range: dg.PartitionKeyRange
+    root_range: dg.PartitionKeyRange | None
+    """``None`` when the root is unpartitioned (a rebuild of a FULL table)."""
     assets: tuple[PlannedAsset, ...]
     subset: AssetGraphSubset
     left_out: tuple[LeftOut, ...] = ()
     """Partitions downstream of the range that cannot be computed (an input was never materialized)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags of the backfill, and so of every run it launches."""
+    title: str | None = None
+    description: str = "Planned by `mesh backfill` through the asset graph's partition mappings."
 
     def as_dict(self) -> dict[str, list[str]]:
         """``{"food_delivery/orders": ["2021-06-04..2021-06-06"], ...}``: the plan as asset -> ranges."""
@@ -194,16 +199,15 @@ def launch_backfill(instance: dg.DagsterInstance, plan: BackfillPlan, *, tags: M
     """Add the plan to ``instance`` as one asset backfill (status REQUESTED; the daemon runs it)."""
     backfill_id = make_new_backfill_id()
     root = plan.root.to_user_string()
+    span = f"{root} {plan.root_range.start}..{plan.root_range.end}" if plan.root_range else root
     backfill = PartitionBackfill.from_asset_graph_subset(
         backfill_id=backfill_id,
         backfill_timestamp=get_current_timestamp(),
-        tags={LAUNCHED_BY_TAG: "mesh backfill", "mesh/root": root, **(tags or {})},
+        tags={LAUNCHED_BY_TAG: "mesh backfill", "mesh/root": root, **plan.tags, **(tags or {})},
         dynamic_partitions_store=instance,
         asset_graph_subset=plan.subset,
-        title=f"{root} {plan.root_range.start}..{plan.root_range.end} and downstream"
-        if len(plan.assets) > 1
-        else f"{root} {plan.root_range.start}..{plan.root_range.end}",
-        description="Planned by `mesh backfill` through the asset graph's partition mappings.",
+        title=plan.title or (f"{span} and downstream" if len(plan.assets) > 1 else span),
+        description=plan.description,
         run_config=None,
     )
     instance.add_backfill(backfill)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from rich.console import Console
@@ -14,6 +16,9 @@ from mesh_assets.settings import get_settings
 from mesh_assets.spec.catalog import Catalog
 from mesh_assets.spec.discovery import load_all
 from mesh_assets.spec.validate import validate
+
+if TYPE_CHECKING:
+    from mesh_assets.backfill import BackfillPlan
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -184,17 +189,44 @@ def report_undeclared_reads(console: Console, runs: int) -> int:
 
 
 def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.backfill import BackfillError, launch_backfill, plan_backfill
+    from mesh_assets.backfill import plan_backfill
+
+    return plan_and_launch(
+        lambda graph, instance: plan_backfill(
+            graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance
+        ),
+        args,
+        console,
+    )
+
+
+def cmd_rebuild(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.backfill import plan_rebuild
+
+    return plan_and_launch(
+        lambda graph, instance: plan_rebuild(graph, args.asset, downstream=args.downstream, instance=instance),
+        args,
+        console,
+    )
+
+
+def plan_and_launch(
+    plan_for: Callable[[Any, dg.DagsterInstance], BackfillPlan], args: argparse.Namespace, console: Console
+) -> int:
+    """Plan over the whole mesh's asset graph and what the instance has published, print the plan (and what it
+    leaves out), and (unless ``--dry-run``) launch it as one backfill."""
+    from mesh_assets.backfill import BackfillError, launch_backfill
     from mesh_assets.factory.definitions import mesh_definitions
 
     graph = mesh_definitions().resolve_asset_graph()
     with persistent_instance() as instance:
         try:
-            plan = plan_backfill(graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance)
+            plan = plan_for(graph, instance)
         except BackfillError as exc:
             console.print(f"[red]error[/red] {exc}", highlight=False)
             return 2
-        table = Table(title=f"Backfill plan: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
+        title = plan.title or "Backfill plan"
+        table = Table(title=f"{title}: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
         table.add_column("asset", no_wrap=True)
         table.add_column("partitions")
         table.add_column("count", justify="right")

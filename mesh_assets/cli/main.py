@@ -44,6 +44,18 @@ def parser() -> argparse.ArgumentParser:
     backfill.add_argument("--downstream", action="store_true", help="include every partition downstream of the range")
     backfill.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
     backfill.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
+    rebuild = sub.add_parser(
+        "rebuild",
+        help="rewrite a table with its new schema: every partition, one Dagster backfill (a dropped, renamed or "
+        "retyped column)",
+        description="Plans every partition of the table, first to last, and adds one asset backfill tagged "
+        "mesh/rebuild=true: its run replaces the whole table, and its schema, in one Delta commit. The Dagster "
+        "daemon executes it: run `make dev` (or `dagster-daemon run`).",
+    )
+    rebuild.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
+    rebuild.add_argument("--downstream", action="store_true", help="rebuild every table that reads it too, whole")
+    rebuild.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
+    rebuild.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
     ingest = sub.add_parser("ingest", help="the simulated ingestion: land central's raw order events hour by hour")
     ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")

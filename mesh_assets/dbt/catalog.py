@@ -37,6 +37,19 @@ def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def _inputs(manifest: dict[str, Any], node: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The ``(domain, table)`` a model reads: sources are the platform's tables, models are keyed like them."""
+    out = []
+    for parent in (node.get("depends_on") or {}).get("nodes", []):
+        if parent in manifest.get("sources", {}):
+            source = manifest["sources"][parent]
+            out.append((str(node_meta(source).get("domain") or source["schema"]), source["name"]))
+        elif parent in manifest["nodes"]:
+            model = manifest["nodes"][parent]
+            out.append((model_domain(model), model["alias"] or model["name"]))
+    return tuple(out)
+
+
 def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]:
     """Every persisted dbt model as a TableInfo (``published`` from its meta; start date of the dbt assets)."""
     if not isinstance(manifest, dict):
@@ -63,6 +76,7 @@ def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]
             source_file=root / node["original_file_path"],
             line=None,
             blocking_checks=blocking_tests(manifest, node["unique_id"]),
+            inputs=_inputs(manifest, node),
         )
         known = {f.name for f in dataclasses.fields(TableInfo)}
         out.append(TableInfo(**{k: v for k, v in fields.items() if k in known}))

@@ -11,6 +11,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mesh_assets.backfill.rebuild import rebuild_requested
 from mesh_assets.checks.evaluate import CheckOutcome, audit, failed_partitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import is_connect
@@ -22,6 +23,7 @@ from mesh_assets.spec.catalog import Catalog, TableInfo
 from mesh_assets.spec.discovery import sql_text
 from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
 from mesh_assets.storage.partitions import PartitionRange, format_key
+from mesh_assets.storage.schema import SchemaRule
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, stage
 
@@ -190,6 +192,9 @@ def run_output(
             commit_info={"dagster_run_id": run_id, "asset": info.ref},
             name=info.ref,
             counts=audited.counts,
+            schema=SchemaRule(
+                t.output.schema_policy, rebuild_requested(context.run.tags), catalog.consumers(info.domain, info.table)
+            ),
         )
     finally:
         staged.unpersist()

@@ -26,6 +26,8 @@ class TableInfo:
     source_file: Path | None
     line: int | None
     regions: tuple[str, ...] = ()
+    inputs: tuple[tuple[str, str], ...] = ()
+    """The ``(domain, table)`` of every table this one reads."""
 
     @property
     def ref(self) -> str:
@@ -54,6 +56,7 @@ def tables_of(product: DataProduct) -> list[TableInfo]:
             blocking_checks(t.output),
             product.source_file,
             t.line,
+            inputs=tuple(inp.ref(product.domain) for inp in t.inputs.values()),
         )
         for t in product.transformations
     ]
@@ -94,3 +97,7 @@ class Catalog:
 
     def get(self, domain: str, table: str) -> TableInfo | None:
         return self.tables.get((domain, table))
+
+    def consumers(self, domain: str, table: str) -> tuple[str, ...]:
+        """``<domain>.<table>`` of every table, in any domain, that reads ``domain.table``."""
+        return tuple(sorted(info.ref for info in self.tables.values() if (domain, table) in info.inputs))

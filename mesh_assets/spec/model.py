@@ -21,6 +21,7 @@ Tier = Literal["t1", "t2", "t3"]
 Classification = Literal["l0", "l1", "l2", "l3"]
 Partitioning = Literal["daily", "hourly", "none"]
 WriteMode = Literal["overwrite_partition", "full"]
+SchemaPolicy = Literal["additive", "strict"]
 
 
 class Strict(BaseModel):
@@ -101,6 +102,8 @@ class Input(Strict):
 class Output(Strict):
     """One Delta table a product writes."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     table: Identifier
     description: str = ""
     published: bool = False
@@ -109,6 +112,10 @@ class Output(Strict):
     write_mode: WriteMode = "overwrite_partition"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
+    schema_policy: SchemaPolicy = Field(default="additive", alias="schema")
+    """How the published table's schema may change: ``additive`` adds new columns (Delta's ``mergeSchema``),
+    ``strict`` refuses any change; dropped, renamed or retyped columns always need a rebuild. Written
+    ``schema`` in specs (a field of that name would shadow pydantic's ``BaseModel.schema``)."""
 
     @field_validator("write_mode", mode="before")
     @classmethod

@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 from mesh_assets.spec.names import check_identifier
 from mesh_assets.storage.delta import committed_version, version_or_none
 from mesh_assets.storage.partitions import PartitionRange, format_key, step, timestamp_text
+from mesh_assets.storage.schema import ADDITIVE, SchemaRule, schema_options
 
 CONFLICTS = (
     delta_errors.ConcurrentAppendException,
@@ -178,6 +179,7 @@ def commit(
     commit_info: dict[str, str] | None = None,
     name: str | None = None,
     counts: Mapping[str, int] | None = None,
+    schema: SchemaRule = ADDITIVE,
 ) -> WriteResult:
     """Publish staged rows in one Delta commit.
 
@@ -185,6 +187,8 @@ def commit(
     rows of other partitions; without, it replaces the whole table. ``counts`` are the staged rows per
     partition key (the whole table's under any one key when unpartitioned), when the caller already has them.
     A failed commit raises :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
+    A schema change ``schema`` does not allow raises :class:`SchemaChangeRefused` before anything is written;
+    a rebuild (``schema.rebuild``) replaces the whole table, and its schema, with the published partitions.
     """
     published: dict[str, int] = {}
     keys: list[str] = []
@@ -204,8 +208,9 @@ def commit(
             .write.format("delta")
             .mode("overwrite")
             .partitionBy(partition_column)
-            .option("replaceWhere", replace_predicate(partition_column, partitions, chosen))
         )
+        if not schema.rebuild:  # a rebuild replaces the whole table: the others would be dropped (checked below)
+            writer = writer.option("replaceWhere", replace_predicate(partition_column, partitions, chosen))
         rows = sum(published.values())
     else:
         writer = staged.write.format("delta").mode("overwrite")
@@ -214,6 +219,17 @@ def commit(
     if metadata:
         writer = writer.option("userMetadata", metadata)
     before = version_or_none(spark, location)
+    if before is not None:  # the published schema decides what this write may change in it
+        options = schema_options(
+            spark,
+            staged.schema,
+            location,
+            name or location,
+            schema,
+            partition_column=partition_column,
+            partitions=partitions,
+        )
+        writer = writer.options(**options)
     try:
         writer.save(location)
     except Exception as exc:

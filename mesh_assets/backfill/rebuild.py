@@ -1,0 +1,85 @@
+"""Rebuilds: the declared path for a schema change that cannot be merged in (a dropped, renamed or retyped column).
+
+A rebuild is one asset backfill over every partition of a table, first to last, whose runs carry the tag
+``mesh/rebuild=true``. A run with that tag writes its whole range in one commit that replaces the table and
+its schema (Delta's ``overwriteSchema``), and refuses to write when the table holds partitions outside that
+range (they would be dropped). The UI launches the same by adding the tag in the Materialize dialog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+from dagster._core.definitions.partitions.subset import PartitionsSubset
+
+from mesh_assets.backfill.computable import LeftOut, computable
+from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillError, BackfillPlan, PlannedAsset, parse_asset_key
+
+REBUILD_TAG = "mesh/rebuild"
+
+
+def rebuild_requested(tags: Mapping[str, str]) -> bool:
+    """Whether a run's tags ask for a rebuild; a value other than ``true`` or ``false`` is refused."""
+    value = tags.get(REBUILD_TAG, "false").strip().lower()
+    if value not in {"true", "false"}:
+        raise ValueError(f"tag {REBUILD_TAG} must be 'true' or 'false', not {tags[REBUILD_TAG]!r}")
+    return value == "true"
+
+
+def _closure(graph: BaseAssetGraph, root: dg.AssetKey) -> list[dg.AssetKey]:
+    """``root`` and every executable asset downstream of it, in dependency order."""
+    reached = {root}
+    for key in graph.toposorted_asset_keys:
+        if key in reached:
+            reached |= {child for child in graph.get(key).child_keys if graph.get(child).is_executable}
+    return [key for key in graph.toposorted_asset_keys if key in reached]
+
+
+def plan_rebuild(
+    graph: BaseAssetGraph,
+    root: str | dg.AssetKey,
+    *,
+    downstream: bool = False,
+    instance: dg.DagsterInstance | None = None,
+) -> BackfillPlan:
+    """Every partition of ``root`` (and, with ``downstream``, of every asset that reads it), as one backfill
+    whose runs rewrite each table whole with its new schema. With ``instance``, partitions whose inputs were
+    never published are left out (they could only be refused), as :func:`plan_backfill` does."""
+    key = root if isinstance(root, dg.AssetKey) else parse_asset_key(root, graph)
+    if not graph.get(key).is_executable:
+        raise BackfillError(f"{key.to_user_string()} is an external table; Mesh does not write it")
+    reached: dict[dg.AssetKey, PartitionsSubset | None] = {}
+    for k in _closure(graph, key) if downstream else [key]:
+        pdef = graph.get(k).partitions_def
+        reached[k] = None if pdef is None else pdef.subset_with_all_partitions()
+        if reached[k] is not None and reached[k].is_empty:
+            raise BackfillError(f"{k.to_user_string()} has no partitions yet; nothing to rebuild")
+    left_out: list[LeftOut] = []
+    if instance is not None:
+        reached, left_out = computable(graph, instance, reached)
+    assets, partitioned, unpartitioned = [], {}, set()
+    for k, every in reached.items():
+        pdef = graph.get(k).partitions_def
+        if pdef is None or every is None:
+            unpartitioned.add(k)
+            assets.append(PlannedAsset(k, (), 0))
+            continue
+        partitioned[k] = every
+        assets.append(PlannedAsset(k, tuple(every.get_partition_key_ranges(pdef)), len(every)))
+    if not assets:
+        return BackfillPlan(key, None, (), AssetGraphSubset(), tuple(left_out))
+    name = key.to_user_string()
+    return BackfillPlan(
+        key,
+        assets[0].ranges[0] if assets[0].ranges else None,
+        tuple(assets),
+        AssetGraphSubset(partitions_subsets_by_asset_key=partitioned, non_partitioned_asset_keys=unpartitioned),
+        tuple(left_out),
+        tags={REBUILD_TAG: "true", LAUNCHED_BY_TAG: "mesh rebuild"},
+        title=f"Rebuild {name}{' and downstream' if len(assets) > 1 else ''}",
+        description="Planned by `mesh rebuild`: every partition, each table rewritten with its new schema in one "
+        "commit.",
+    )

@@ -1,0 +1,162 @@
+"""Schema evolution: what a write would change in the published table's schema, and what the policy allows.
+
+Delta on its own publishes a dropped column as NULLs and fails every later write after an added or retyped
+one with a metadata mismatch. Mesh compares the staged schema with the published one before the commit:
+an added column is merged in (``mergeSchema``) under the default ``additive`` policy; a dropped, renamed
+(dropped + added) or retyped column, or any change under ``strict``, is refused before anything is written,
+naming the columns and the tables that read this one. A rebuild (``mesh rebuild``) is the declared path for
+those: it rewrites the whole table with the new schema in one commit (``overwriteSchema``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from mesh_assets.spec.model import SchemaPolicy
+from mesh_assets.storage.partitions import Kind, PartitionRange, format_key
+
+
+@dataclass(frozen=True)
+class ColumnChange:
+    """One column that differs: ``before`` is its type in the published table, ``after`` in the staged rows."""
+
+    name: str
+    before: str | None
+    after: str | None
+
+    def describe(self) -> str:
+        if self.before is None:
+            return f"added column {self.name} ({self.after})"
+        if self.after is None:
+            return f"dropped column {self.name} ({self.before})"
+        return f"retyped column {self.name} ({self.before} -> {self.after})"
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """The columns a write adds, drops and retypes (a rename is a drop and an add)."""
+
+    added: tuple[ColumnChange, ...] = ()
+    dropped: tuple[ColumnChange, ...] = ()
+    retyped: tuple[ColumnChange, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.dropped or self.retyped)
+
+    @property
+    def additive(self) -> bool:
+        """Only new columns: rows already published read NULL for them, nothing they hold is lost."""
+        return not (self.dropped or self.retyped)
+
+    def describe(self) -> str:
+        return ", ".join(c.describe() for c in (*self.dropped, *self.retyped, *self.added))
+
+
+def compare(published: StructType, staged: StructType) -> SchemaChange:
+    """How ``staged`` differs from ``published``, column by column.
+
+    Names match case-insensitively, as Spark and Delta resolve them; nullability is not compared (Delta
+    stores written columns as nullable). Types compare by their SQL name, nested fields included.
+    """
+    before = {f.name.lower(): f for f in published.fields}
+    after = {f.name.lower(): f for f in staged.fields}
+    return SchemaChange(
+        added=tuple(ColumnChange(f.name, None, f.dataType.simpleString()) for k, f in after.items() if k not in before),
+        dropped=tuple(
+            ColumnChange(f.name, f.dataType.simpleString(), None) for k, f in before.items() if k not in after
+        ),
+        retyped=tuple(
+            ColumnChange(f.name, f.dataType.simpleString(), after[k].dataType.simpleString())
+            for k, f in before.items()
+            if k in after and f.dataType.simpleString() != after[k].dataType.simpleString()
+        ),
+    )
+
+
+class SchemaChangeRefused(ValueError):
+    """A write whose schema change its policy does not allow; nothing was written."""
+
+
+@dataclass(frozen=True)
+class SchemaRule:
+    """What a write may do to its table's schema: the output's policy, whether this run is a rebuild, and the
+    tables that read it (named when a change is refused)."""
+
+    policy: SchemaPolicy = "additive"
+    rebuild: bool = False
+    consumers: tuple[str, ...] = ()
+
+
+ADDITIVE = SchemaRule()
+"""The default: new columns are merged in, nothing else changes without a rebuild."""
+
+
+def refusal(name: str, change: SchemaChange, rule: SchemaRule) -> SchemaChangeRefused:
+    strict = " (schema: strict)" if change.additive else ""
+    readers = f"read by {', '.join(rule.consumers)}" if rule.consumers else "no product reads it"
+    return SchemaChangeRefused(
+        f"{name}: schema change refused: {change.describe()}{strict}; {readers}. Nothing was written. "
+        f"Rewrite the whole table with the new schema: `mesh rebuild {name.replace('.', '/', 1)}` "
+        "(README, Schema changes)"
+    )
+
+
+def write_options(name: str, change: SchemaChange, rule: SchemaRule) -> dict[str, str]:
+    """The Delta options that apply ``change`` under ``rule``; raises :class:`SchemaChangeRefused` otherwise."""
+    if rule.rebuild:
+        return {"overwriteSchema": "true"}
+    if not change.changed:
+        return {}
+    if change.additive and rule.policy == "additive":
+        return {"mergeSchema": "true"}
+    raise refusal(name, change, rule)
+
+
+def bound_key(value: date | datetime, kind: Kind) -> str:
+    """A partition column's value as its partition key. PySpark hands a timestamp to Python as the process's
+    local wall-clock time, so it is turned back into UTC first."""
+    if isinstance(value, datetime):
+        return format_key(value.astimezone(UTC).replace(tzinfo=None), kind)
+    return format_key(datetime.combine(value, datetime.min.time()), kind)
+
+
+def check_rebuild_covers(
+    spark: SparkSession, location: str, name: str, column: str, partitions: PartitionRange
+) -> None:
+    """Refuse a rebuild whose range leaves out partitions the table holds: its commit would drop them.
+
+    The table's bounds are a plain min and max of its partition column, which Delta answers from its log."""
+    lo, hi = spark.read.format("delta").load(location).agg(F.min(column), F.max(column)).first()
+    if lo is None:
+        return
+    held = bound_key(lo, partitions.kind), bound_key(hi, partitions.kind)
+    first, last = format_key(partitions.start, partitions.kind), format_key(partitions.end, partitions.kind)
+    if first <= held[0] and held[1] <= last:
+        return
+    raise SchemaChangeRefused(
+        f"{name}: a rebuild must cover every partition of the table: it holds {held[0]}..{held[1]}, the run "
+        f"covers {first}..{last}. Nothing was written; launch it with `mesh rebuild {name.replace('.', '/', 1)}`"
+    )
+
+
+def schema_options(
+    spark: SparkSession,
+    staged: StructType,
+    location: str,
+    name: str,
+    rule: SchemaRule,
+    *,
+    partition_column: str | None,
+    partitions: PartitionRange | None,
+) -> dict[str, str]:
+    """The schema options of a write to the existing table at ``location``, checked before anything is written."""
+    if rule.rebuild and partitions is not None and partition_column is not None:
+        check_rebuild_covers(spark, location, name, partition_column, partitions)
+    published = spark.read.format("delta").load(location).schema
+    return write_options(name, compare(published, staged), rule)
