@@ -162,11 +162,17 @@ def test_mesh_rebuild_dry_run_launches_nothing_and_the_launch_is_tagged(monkeypa
     home.mkdir()
     monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
     instance = dg.DagsterInstance.local_temp(str(home))
+    for table in ("raw_orders", "menus", "menu_items", "categories"):  # what the observer reported as landed
+        key = dg.AssetKey(["food_delivery", table])
+        days = [f"2021-06-{d:02d}" for d in range(1, 15)] if table == "raw_orders" else [None]
+        for day in days:
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=day))
 
     assert main.main(["rebuild", "food_delivery/orders", "--downstream", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "Rebuild food_delivery/orders and downstream" in out
-    assert "│ food_delivery/orders_7_days" in out and "2021-06-01.." in out
+    assert "│ food_delivery/orders_7_days" in out and "2021-06-01..2021-06-14" in out
+    assert "food_delivery/orders 2021-06-15.." in out  # left out: nothing landed for it
     assert instance.get_backfills() == []
 
     assert main.main(["rebuild", "central/raw_order_events"]) == 2
@@ -179,4 +185,6 @@ def test_mesh_rebuild_dry_run_launches_nothing_and_the_launch_is_tagged(monkeypa
     orders = dg.AssetKey(["food_delivery", "orders"])
     target = backfill.asset_backfill_data.target_subset
     assert target.asset_keys == {orders}
-    assert min(target.get_partitions_subset(orders).get_partition_keys()) == "2021-06-01"
+    assert sorted(target.get_partitions_subset(orders).get_partition_keys()) == [
+        f"2021-06-{d:02d}" for d in range(1, 15)
+    ]
