@@ -60,8 +60,8 @@ def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
 def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
     """Make dbt's sources and its existing models resolvable as ``<domain>.<table>`` in Mesh's session.
 
-    Sources must have been published; models are registered when their Delta table exists, so dbt sees
-    them as existing and replaces the window's days instead of recreating the table.
+    Sources must have been published; models are registered when their Delta table exists, so dbt's
+    ``is_incremental()`` sees them and the models reading them read what was published.
     """
     spark, registry = mesh.spark, mesh.registry
     for schema, name in _tables(manifest, "source"):

@@ -45,13 +45,11 @@ class InProcessDbtResult:
         success: bool,
         events: list[dict[str, Any]],
         exception: BaseException | None,
-        target_path: Path,
         nodes: Mapping[str, Any],
     ):
         self.success = success
         self.events = events
         self.exception = exception
-        self.target_path = target_path
         self.nodes = nodes
         """Each node of the command's results (compiled SQL in ``compiled_code``), by unique id."""
 
@@ -102,7 +100,7 @@ def invoke_dbt(
     with _dbt_lock, _environ({**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}):
         result = dbtRunner(callbacks=[collect]).invoke(argv)
     nodes = {r.node.unique_id: r.node for r in getattr(result.result, "results", None) or [] if hasattr(r, "node")}
-    return InProcessDbtResult(bool(result.success), events, result.exception, target_path, nodes)
+    return InProcessDbtResult(bool(result.success), events, result.exception, nodes)
 
 
 def selection_for(
