@@ -1,7 +1,9 @@
 {#- Mesh's write semantics for dbt: `incremental_strategy='replace_where'` replaces exactly the window's
     partitions in one Delta commit (INSERT INTO ... REPLACE WHERE), so a re-run of a day is idempotent, a
-    day that now yields no rows is emptied, and Delta rejects any row outside the window. These override
-    dbt-spark's (non-dispatched) macros of the same name; the root project's macros win. -#}
+    day that now yields no rows is emptied, and Delta rejects any row outside the window. On the session
+    target Mesh itself publishes, after the model's tests passed (mesh_assets/dbt/gate.py), and reads the
+    strategy as this contract; dbt runs these macros on the thrift target. They override dbt-spark's
+    (non-dispatched) macros of the same name; the root project's macros win. -#}
 
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
   {% set accepted = ['append', 'merge', 'insert_overwrite', 'microbatch', 'replace_where'] %}

@@ -1,11 +1,14 @@
 """The dbt project as Mesh assets: one multi-asset over every dbt model, daily-partitioned like the mesh.
 
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
-- a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'`` and every
-  model replaces exactly those days (``replace_where``), so re-running a day is idempotent;
-- a range is one dbt invocation (``BackfillPolicy.single_run()``);
-- dbt tests are asset checks, blocking when their severity is ``error``: a failing one fails the step,
-  dbt skips the models below it, and Dagster does not run downstream assets;
+- a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'``; a range is one
+  run (``BackfillPolicy.single_run()``);
+- on the ``session`` target dbt compiles and Mesh publishes: each model's rows are staged, its dbt tests
+  (asset checks, blocking when their severity is ``error``) run on each partition's rows, and only the
+  partitions that passed replace theirs, in one commit (:mod:`mesh_assets.dbt.gate`); re-running a day
+  is idempotent;
+- on a remote target (``thrift``) ``dbt build`` runs there and writes itself (``replace_where``), testing
+  after the write, as dbt does;
 - ``full_refresh: true`` in run config recreates the selected models from the run's window.
 """
 
@@ -22,7 +25,7 @@ from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 from mesh_assets.automation.sensors import automation_sensor
 from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
-from mesh_assets.dbt.runner import dagster_events, invoke_dbt, selection_for
+from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.factory.definitions import RUN_EXECUTOR
@@ -57,8 +60,8 @@ def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
 def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
     """Make dbt's sources and its existing models resolvable as ``<domain>.<table>`` in Mesh's session.
 
-    Sources must have been published; models are registered when their Delta table exists, so dbt sees
-    them as existing and replaces the window's days instead of recreating the table.
+    Sources must have been published; models are registered when their Delta table exists, so dbt's
+    ``is_incremental()`` sees them and the models reading them read what was published.
     """
     spark, registry = mesh.spark, mesh.registry
     for schema, name in _tables(manifest, "source"):
@@ -112,45 +115,31 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
             missing = missing_sources(context)
             if missing:
                 raise dg.Failure(description="upstream partitions not published yet: " + ", ".join(missing))
-            args = ["build", *selection_for(context, manifest, translator), "--vars", json.dumps(window_vars(context))]
-            if config.full_refresh:
-                args.append("--full-refresh")
-            warehouse = mesh.registry.warehouse
             if (dbt.target or "session") != "session":
                 # A remote target (thrift) has its own Spark: dagster-dbt's subprocess invocation.
-                yield from dbt.cli(args, context=context).stream()
+                args = [
+                    "build",
+                    *selection_for(context, manifest, translator),
+                    "--vars",
+                    json.dumps(window_vars(context)),
+                ]
+                yield from dbt.cli([*args, "--full-refresh"] if config.full_refresh else args, context=context).stream()
                 return
+            from mesh_assets.dbt.compiled import compile_step  # the run side: Spark, the write path
+            from mesh_assets.dbt.publish import publish_models
+
             register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
-            target_path = get_settings().home / "dbt" / "target"
-            result = invoke_dbt(
-                args,
-                project_dir=Path(dbt.project_dir),
-                profiles_dir=Path(dbt.profiles_dir or dbt.project_dir),
-                target="session",
-                target_path=target_path,
-                env=dbt_env(warehouse),
-                log=context.log,
+            models = compile_step(
+                context,
+                manifest,
+                translator,
+                window=window_vars(context),
+                full_refresh=config.full_refresh,
+                dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
+                target_path=get_settings().home / "dbt" / "target",
+                env=dbt_env(mesh.registry.warehouse),
             )
-            failed_models = []
-            for event in dagster_events(result, manifest, translator, context, project):
-                if isinstance(event, dg.Output):
-                    key = context.asset_key_for_output(event.output_name)
-                    event = event.with_metadata(
-                        {
-                            **event.metadata,
-                            "location": mesh.registry.location(*key.path),
-                            "partition_window": "{min_date}..{max_date}".format(**window_vars(context)),
-                        }
-                    )
-                yield event
-            for raw in result.events:
-                if raw["info"]["name"] == "LogModelResult" and raw["data"].get("status") == "error":
-                    failed_models.append(raw["data"]["node_info"]["unique_id"])
-            if result.exception is not None or failed_models:
-                raise dg.Failure(
-                    description=f"dbt build failed: {result.exception or ', '.join(failed_models)}",
-                    metadata={"errors": dg.MetadataValue.text("\n".join(result.errors())[-5000:])},
-                )
+            yield from publish_models(context, mesh, models, full_refresh=config.full_refresh)
 
     return dbt_models
 

@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta
+from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.spec.catalog import TableInfo
 
@@ -19,10 +19,9 @@ PERSISTED = {"incremental", "table"}
 
 
 def _partitioning(config: dict[str, Any]) -> tuple[str, str]:
-    partition_by = config.get("partition_by")
-    column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
+    column = partition_column(config)
     if column and config.get("materialized") == "incremental":
-        return "daily", str(column)
+        return "daily", column
     return "none", "p_date"
 
 

@@ -28,3 +28,10 @@ def model_domain(props: Mapping[str, Any]) -> str:
     parts = Path(props.get("original_file_path") or props.get("path") or "").parts
     folders = parts[1:-1] if parts and parts[0] == "models" else parts[:-1]
     return folders[0] if folders else str(props.get("schema"))
+
+
+def partition_column(config: Mapping[str, Any]) -> str | None:
+    """The model's ``partition_by`` column (the day), or None when it has none."""
+    partition_by = config.get("partition_by")
+    column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
+    return str(column) if column else None

@@ -1,10 +1,9 @@
-"""Run dbt inside the Mesh process, on Mesh's SparkSession, and turn its results into Dagster events.
+"""Run dbt inside the Mesh process, on Mesh's SparkSession.
 
 ``DbtCliResource.cli`` starts a ``dbt`` subprocess, which would start a second JVM without Mesh's Delta
 configuration. With the ``session`` target Mesh instead invokes dbt through ``dbtRunner`` in-process:
 dbt-spark's ``SparkSession.builder.getOrCreate()`` returns the session Mesh created first, so dbt sees the
-tables Mesh registered. dbt's structured events are converted with dagster-dbt's own event class, so the
-Dagster events (materializations, asset check results) are exactly those of ``dbt.cli(...).stream()``.
+tables Mesh registered, and the compiled nodes come back as objects rather than files to read.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
-from dagster_dbt.core.dbt_cli_event import DbtCoreCliEventMessage
 from dagster_dbt.dagster_dbt_translator import DagsterDbtTranslator
 
 # dbt keeps global state (flags, event manager, adapter registry): one in-process invocation at a time.
@@ -40,13 +38,20 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
 
 
 class InProcessDbtResult:
-    """The outcome of one in-process dbt command: its raw events and whether it succeeded."""
+    """The outcome of one in-process dbt command: its raw events, the nodes it ran, and whether it succeeded."""
 
-    def __init__(self, success: bool, events: list[dict[str, Any]], exception: BaseException | None, target_path: Path):
+    def __init__(
+        self,
+        success: bool,
+        events: list[dict[str, Any]],
+        exception: BaseException | None,
+        nodes: Mapping[str, Any],
+    ):
         self.success = success
         self.events = events
         self.exception = exception
-        self.target_path = target_path
+        self.nodes = nodes
+        """Each node of the command's results (compiled SQL in ``compiled_code``), by unique id."""
 
     def errors(self) -> list[str]:
         return [e["info"]["msg"] for e in self.events if e["info"].get("level") == "error"]
@@ -94,26 +99,8 @@ def invoke_dbt(
     ]
     with _dbt_lock, _environ({**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}):
         result = dbtRunner(callbacks=[collect]).invoke(argv)
-    return InProcessDbtResult(bool(result.success), events, result.exception, target_path)
-
-
-def dagster_events(
-    result: InProcessDbtResult,
-    manifest: Mapping[str, Any],
-    translator: DagsterDbtTranslator,
-    context: dg.AssetExecutionContext,
-    project: Any = None,
-) -> Iterator[Any]:
-    """Outputs and AssetCheckResults for each dbt result event, as dagster-dbt's ``stream()`` yields."""
-    for raw in result.events:
-        event = DbtCoreCliEventMessage(raw_event=raw, event_history_metadata={})
-        yield from event.to_default_asset_events(
-            manifest=manifest,
-            dagster_dbt_translator=translator,
-            context=context,
-            target_path=result.target_path,
-            project=project,
-        )
+    nodes = {r.node.unique_id: r.node for r in getattr(result.result, "results", None) or [] if hasattr(r, "node")}
+    return InProcessDbtResult(bool(result.success), events, result.exception, nodes)
 
 
 def selection_for(

@@ -9,13 +9,17 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import model_domain, node_meta
+from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
+from mesh_assets.factory.partitions import partitions_def
 
 DBT_KINDS = {"dbt", "spark", "delta"}
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):
-    """Mesh's standard asset shape for dbt models; dbt tests become (blocking on ``error``) asset checks."""
+    """Mesh's standard asset shape for dbt models; dbt tests become (blocking on ``error``) asset checks,
+    partitioned like the models, since Mesh runs each test on each partition's rows before publishing it."""
+
+    partitions_def = partitions_def("daily", DBT_START)
 
     def __init__(self, settings: DagsterDbtTranslatorSettings | None = None):
         super().__init__(settings or DagsterDbtTranslatorSettings(enable_asset_checks=True))
@@ -54,11 +58,9 @@ class MeshDbtTranslator(DagsterDbtTranslator):
 
     def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
         config = dbt_resource_props.get("config") or {}
-        partition_by = config.get("partition_by")
-        column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
         return {
             **super().get_metadata(dbt_resource_props),
-            "partition_column": column or "-",
+            "partition_column": partition_column(config) or "-",
             "write_mode": config.get("incremental_strategy") or config.get("materialized") or "-",
             "source_file": str(dbt_resource_props.get("original_file_path", "")),
         }
@@ -69,3 +71,20 @@ class MeshDbtTranslator(DagsterDbtTranslator):
         if props["resource_type"] == "model":
             spec = spec.replace_attributes(kinds=DBT_KINDS)
         return spec
+
+    def get_asset_check_spec(
+        self, asset_spec: dg.AssetSpec, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None
+    ) -> dg.AssetCheckSpec | None:
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        if spec is None:
+            return None
+        return dg.AssetCheckSpec(
+            spec.name,
+            asset=spec.asset_key,
+            description=spec.description,
+            additional_deps=spec.additional_deps,
+            blocking=spec.blocking,
+            metadata=spec.metadata,
+            automation_condition=spec.automation_condition,
+            partitions_def=self.partitions_def,
+        )

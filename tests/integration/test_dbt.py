@@ -155,18 +155,34 @@ def test_single_run_backfill_and_idempotent_rerun(mesh_world, dbt_assets_def):
     )
 
 
-def test_failing_dbt_test_blocks_downstream(mesh_world, dbt_assets_def):
-    spark, registry = mesh_world.mesh.spark, mesh_world.mesh.registry
-    orders_location = registry.location("food_delivery", "orders")
-    bad = (
-        mesh_world.table("food_delivery", "orders")
-        .where(F.col("p_date") == F.lit(DAY))
-        .limit(1)
-        .withColumn("id", F.lit(-1).cast("long"))
-        .withColumn("status", F.lit("lost"))
+def day_files(world, table: str, day: date) -> set[tuple]:
+    """The day's rows of ``analytics.<table>`` with the Delta data file holding each: equal sets mean untouched."""
+    rows = world.table("analytics", table).where(F.col("p_date") == F.lit(day)).select("*", "_metadata.file_path")
+    return {tuple(r) for r in rows.collect()}
+
+
+def version(world, table: str) -> int:
+    location = world.mesh.registry.location("analytics", table)
+    return DeltaTable.forPath(world.mesh.spark, location).history(1).collect()[0]["version"]
+
+
+@pytest.fixture(scope="module")
+def refused_run(mesh_world, dbt_assets_def):
+    """A range run of 2021-06-02..03 over orders with a bad status on 06-03 (stg_orders' blocking
+    accepted_values) and an unknown city on 06-02 (city_daily_kpis' warn-only accepted_values), with a
+    consumer of the mart selected too; the day before publishing and what the run did."""
+    first = date(2021, 6, 2)
+    if not {"2021-06-02", "2021-06-03"} <= mesh_world.instance.get_materialized_partitions(KPIS):
+        run(mesh_world, dbt_assets_def, [STG, KPIS], start=first.isoformat(), end=DAY.isoformat())
+    orders_location = mesh_world.mesh.registry.location("food_delivery", "orders")
+    orders = mesh_world.table("food_delivery", "orders")
+    lost = orders.where(F.col("p_date") == F.lit(DAY)).limit(1).withColumn("status", F.lit("lost"))
+    paris = orders.where((F.col("p_date") == F.lit(first)) & (F.col("status") == "delivered")).limit(1)
+    bad = lost.withColumn("id", F.lit(-1).cast("long")).unionByName(
+        paris.withColumn("id", F.lit(-2).cast("long")).withColumn("city", F.lit("paris"))
     )
     bad.write.format("delta").mode("append").save(orders_location)
-    before = kpi_rows(mesh_world, DAY)
+    before = {t: (day_files(mesh_world, t, DAY), version(mesh_world, t)) for t in ("stg_orders", "city_daily_kpis")}
     ran = []
 
     @dg.asset(key=["probe", "kpi_consumer"], deps=[KPIS], partitions_def=dbt_assets_def.partitions_def)
@@ -178,17 +194,58 @@ def test_failing_dbt_test_blocks_downstream(mesh_world, dbt_assets_def):
             mesh_world,
             dbt_assets_def,
             [STG, KPIS, kpi_consumer.key],
-            DAY.isoformat(),
+            start=first.isoformat(),
+            end=DAY.isoformat(),
             extra=[kpi_consumer],
             raise_on_error=False,
         )
     finally:
-        DeltaTable.forPath(spark, orders_location).delete("id = -1")
+        DeltaTable.forPath(mesh_world.mesh.spark, orders_location).delete("id < 0")
+    return result, before, ran, kpi_consumer.key
 
+
+def test_a_failing_blocking_dbt_test_refuses_its_day_and_publishes_the_others(mesh_world, refused_run):
+    result, before, _, _ = refused_run
     assert not result.success
-    failed = {c.check_name for c in result.get_asset_check_evaluations() if not c.passed}
-    assert failed == {"accepted_values_stg_orders_status__delivered__cancelled"}
-    materialized = {e.asset_key for e in result.get_asset_materialization_events()}
-    assert KPIS not in materialized and kpi_consumer.key not in materialized
+    [failure] = result.get_step_failure_events()
+    message = failure.step_failure_data.user_failure_data.description
+    assert (
+        "analytics.stg_orders: dbt test accepted_values_stg_orders_status__delivered__cancelled on partition "
+        "2021-06-03 failed (1 failing rows)"
+    ) in message
+    assert "analytics.city_daily_kpis 2021-06-03: not computed, its input analytics.stg_orders 2021-06-03" in message
+
+    for table in ("stg_orders", "city_daily_kpis"):
+        files, old_version = before[table]
+        assert day_files(mesh_world, table, DAY) == files, f"{table} 2021-06-03 is untouched"
+        assert version(mesh_world, table) == old_version + 1, f"one commit to {table}, for 2021-06-02 only"
+    stg = mesh_world.table("analytics", "stg_orders")
+    assert stg.where(F.col("order_id") == -1).count() == 0
+    assert stg.where((F.col("order_id") == -2) & (F.col("p_date") == F.lit(date(2021, 6, 2)))).count() == 1
+
+    materialized = {(e.asset_key, e.partition): e for e in result.get_asset_materialization_events()}
+    assert set(materialized) == {(STG, "2021-06-02"), (KPIS, "2021-06-02")}
+    for (key, day), event in materialized.items():
+        rows = mesh_world.table(*key.path).where(F.col("p_date") == F.lit(date.fromisoformat(day))).count()
+        assert event.materialization.metadata["dagster/row_count"].value == rows
+    evaluations = {(c.asset_key, c.check_name, c.partition): c for c in result.get_asset_check_evaluations()}
+    refused = {(k, n, p) for (k, n, p), c in evaluations.items() if not c.passed and c.blocking}
+    assert refused == {(STG, "accepted_values_stg_orders_status__delivered__cancelled", "2021-06-03")}
+    assert {p for k, _, p in evaluations if k == KPIS} == {"2021-06-02"}, "the refused day was not tested"
+    assert len([p for k, _, p in evaluations if k == STG]) == 6 * 2, "every stg_orders test, on both days"
+
+
+def test_a_failing_warn_dbt_test_reports_and_publishes(mesh_world, refused_run):
+    result = refused_run[0]
+    [warned] = [c for c in result.get_asset_check_evaluations() if not c.passed and not c.blocking]
+    assert (warned.asset_key, warned.partition) == (KPIS, "2021-06-02")
+    assert warned.check_name == "accepted_values_city_daily_kpis_city__barcelona__madrid__milan__lisbon"
+    assert warned.severity == dg.AssetCheckSeverity.WARN
+    assert "paris" in kpi_rows(mesh_world, date(2021, 6, 2)), "a warning does not hold the day back"
+
+
+def test_failing_dbt_test_blocks_downstream(mesh_world, refused_run):
+    result, _, ran, consumer = refused_run
+    materialized = {(e.asset_key, e.partition) for e in result.get_asset_materialization_events()}
+    assert (KPIS, DAY.isoformat()) not in materialized and not any(k == consumer for k, _ in materialized)
     assert not ran, "the downstream asset must not run after a blocking check failed"
-    assert kpi_rows(mesh_world, DAY) == before, "the mart keeps its last good partition"

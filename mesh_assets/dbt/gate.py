@@ -1,0 +1,158 @@
+"""One dbt model through Mesh's quality gate: compute, stage, test per partition, publish what passed.
+
+The model's compiled SELECT runs on Mesh's session and its rows are staged (invisible to readers). Its
+dbt tests run on the staged rows of each partition. Partitions whose blocking tests passed are published in
+one Delta commit (``replaceWhere`` on the partition column for ``incremental`` models, the whole table for
+``table`` models and full refreshes, which publish only when every partition passed), and the table is
+registered, so the models after it read what was published. A partition an upstream model of the run did
+not publish is not computed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import dagster as dg
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlglot.errors import ParseError
+
+from mesh_assets.dbt.audit import TestOutcome, audit
+from mesh_assets.dbt.compiled import DbtModel
+from mesh_assets.spec.queries import NotAQuery, parse_query
+from mesh_assets.storage.partitions import PartitionRange, parse_key
+from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
+from mesh_assets.storage.writer import WriteResult, commit, partition_counts, stage
+
+
+@dataclass
+class ModelRun:
+    """What the gate did with one model over the run's partitions."""
+
+    model: DbtModel
+    keys: list[str]
+    result: WriteResult | None = None
+    published: dict[str, int] = field(default_factory=dict)
+    """Rows per published partition (empty for a ``table`` model, whose rows belong to no partition)."""
+    outcomes: list[TestOutcome] = field(default_factory=list)
+    blocked: dict[str, list[str]] = field(default_factory=dict)
+    """Partitions not computed, with why: an input of the run did not publish them."""
+
+    @property
+    def refused(self) -> dict[str, list[TestOutcome]]:
+        """Partitions whose blocking tests failed, with those tests' outcomes."""
+        out: dict[str, list[TestOutcome]] = {}
+        for outcome in self.outcomes:
+            if outcome.refuses and outcome.partition:
+                out.setdefault(outcome.partition, []).append(outcome)
+        return out
+
+    @property
+    def withheld(self) -> list[str]:
+        """Partitions this run did not publish although it built the model."""
+        if self.model.sql is None:
+            return []
+        if self.result is None:
+            return list(self.keys)
+        return [k for k in self.keys if k in self.blocked or k in self.refused]
+
+
+def _day(column: str) -> Column:
+    return F.date_format(F.col(column), "yyyy-MM-dd")
+
+
+def _each_partition(outcomes: list[TestOutcome], keys: list[str]) -> list[TestOutcome]:
+    """A whole-table verdict recorded for each of the run's partitions (the checks are partitioned)."""
+    return [dataclasses.replace(o, partition=key) for o in outcomes for key in keys]
+
+
+def _query(spark: SparkSession, model: DbtModel) -> DataFrame:
+    assert model.sql is not None
+    try:
+        parse_query(model.sql)
+    except (NotAQuery, ParseError) as exc:
+        raise dg.Failure(description=f"dbt model {model.ref} did not compile to one query: {exc}") from None
+    df = spark.sql(model.sql)
+    if model.partition_column and model.partition_column not in df.columns:
+        raise dg.Failure(description=f"dbt model {model.ref} has no column {model.partition_column} (its partition_by)")
+    return df
+
+
+def check_published(spark: SparkSession, registry: TableRegistry, model: DbtModel, keys: list[str]) -> ModelRun:
+    """The model's selected tests on its published rows of the run's partitions (a checks-only run)."""
+    try:
+        rows = spark.table(registry.register(spark, *model.key.path))
+    except TableNotFoundError as exc:
+        raise dg.Failure(description=f"dbt model {model.ref} has never been published: {exc}") from None
+    column = model.partition_column
+    if column and model.materialized == "incremental":
+        return ModelRun(model, keys, outcomes=audit(spark, model, rows.where(_day(column).isin(keys)), keys))
+    return ModelRun(model, keys, outcomes=_each_partition(audit(spark, model, rows, None), keys))
+
+
+def gate_model(
+    spark: SparkSession,
+    registry: TableRegistry,
+    model: DbtModel,
+    part: PartitionRange,
+    parents: Sequence[ModelRun],
+    *,
+    full_refresh: bool,
+    commit_info: dict[str, str],
+) -> ModelRun:
+    """Compute, stage, test and publish ``model`` for ``part``; parents are the run's models it reads."""
+    keys = part.keys()
+    if model.sql is None:
+        return check_published(spark, registry, model, keys)
+    blocked: dict[str, list[str]] = {}
+    for parent in parents:
+        for key in parent.withheld:
+            blocked.setdefault(key, []).append(f"its input {parent.model.ref} {key} was not published")
+    whole_table = model.materialized == "table" or full_refresh
+    if blocked and whole_table:
+        reasons = sorted({r for rs in blocked.values() for r in rs})
+        blocked = {key: reasons for key in keys}
+    if len(blocked) == len(keys):
+        return ModelRun(model, keys, blocked=blocked)
+    df = _query(spark, model)
+    column = model.partition_column
+    if blocked:
+        assert column is not None
+        df = df.where(~_day(column).isin(list(blocked)) | F.col(column).isNull())
+    staged = stage(df)
+    try:
+        if model.materialized == "table":
+            outcomes = _each_partition(audit(spark, model, staged, None), keys)
+            counts = None
+        else:
+            assert column is not None
+            counts = partition_counts(staged, column, part)
+            outside = sorted(str(k) for k in counts if k not in keys)
+            if outside:
+                raise dg.Failure(
+                    description=f"dbt model {model.ref} returned rows outside the run's partitions "
+                    f"{keys[0]}..{keys[-1]} ({column} {', '.join(outside)}); nothing of it was published"
+                )
+            outcomes = audit(spark, model, staged, [k for k in keys if k not in blocked])
+        run = ModelRun(model, keys, outcomes=outcomes, blocked=blocked)
+        publish = [k for k in keys if k not in blocked and k not in run.refused]
+        if not publish or (whole_table and len(publish) < len(keys)):
+            return run
+        location = registry.location(*model.key.path)
+        info = {"commit_info": {**commit_info, "asset": model.ref}, "name": model.ref}
+        if model.materialized == "table" or (full_refresh and registry.exists(spark, *model.key.path)):
+            # The whole table: an existing table keeps its partitioning; Delta refuses a changed schema.
+            total = None if counts is None else {"*": sum(counts.values())}
+            run.result = commit(spark, staged, location, partition_column=None, partitions=None, counts=total, **info)
+        else:
+            values = [parse_key(k, "daily") for k in publish] if len(publish) < len(keys) else None
+            run.result = commit(
+                spark, staged, location, partition_column=column, partitions=part, publish=values, counts=counts, **info
+            )
+        run.published = {k: counts.get(k, 0) for k in publish} if counts is not None else {}
+    finally:
+        staged.unpersist()
+    registry.register(spark, *model.key.path)
+    return run

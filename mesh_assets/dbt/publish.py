@@ -1,0 +1,132 @@
+"""The step's dbt models through the gate, in dbt's order, and what Dagster records of each.
+
+Per model: a materialization per published partition (``dagster/row_count``, schema, Delta version and
+location) and one check evaluation per dbt test and partition, pointing at the materialization it judged.
+A model's refused partitions do not stop the others or the models that do not read them; the step fails
+at the end naming every refused partition with the dbt test that refused it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from mesh_assets.dbt.audit import TestOutcome
+from mesh_assets.dbt.compiled import DbtModel
+from mesh_assets.dbt.gate import ModelRun, gate_model
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.factory.assets import _targets, table_schema
+from mesh_assets.storage.partitions import PartitionRange
+
+
+def _evaluation(outcome: TestOutcome, target: Any) -> dg.AssetCheckEvaluation:
+    metadata: dict[str, Any] = {"dbt_status": outcome.status}
+    if isinstance(outcome.failures, int | float):
+        metadata["failing_rows"] = outcome.failures
+    if outcome.sample:
+        metadata["failing_sample"] = dg.MetadataValue.json(outcome.sample)
+    test = outcome.test
+    error = test.severity == "error" and outcome.status != "warn"
+    return dg.AssetCheckEvaluation(
+        asset_key=test.check.asset_key,
+        check_name=test.check.name,
+        passed=outcome.passed,
+        metadata=metadata,
+        severity=dg.AssetCheckSeverity.ERROR if error else dg.AssetCheckSeverity.WARN,
+        blocking=test.blocking,
+        partition=outcome.partition,
+        description=None if outcome.passed else outcome.describe(),
+        target_materialization_data=target,
+    )
+
+
+def problems(run: ModelRun) -> list[str]:
+    """Why each withheld partition of ``run`` was not published, one line per partition and reason."""
+    ref = run.model.ref
+    lines = [f"{ref} {key}: not computed, {why}" for key, whys in sorted(run.blocked.items()) for why in whys]
+    lines += [f"{ref}: {o.describe()}" for outcomes in run.refused.values() for o in outcomes]
+    rest = [k for k in run.withheld if k not in run.blocked and k not in run.refused]
+    if rest:
+        lines.append(f"{ref} {', '.join(rest)}: not published, the whole table is replaced at once or not at all")
+    return lines
+
+
+def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) -> Iterator[Any]:
+    """The model's materializations (all partitions at once when nothing was withheld), then its checks."""
+    key, result = run.model.key, run.result
+    common: dict[str, Any] = {}
+    if result is not None:
+        common = {
+            "dagster/column_schema": table_schema(result.schema),
+            "delta_version": result.version,
+            "location": result.location,
+            "partition_window": window,
+        }
+    if result is not None and not run.withheld:
+        for partition, rows in run.published.items():
+            context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+        if len(run.published) > 1:
+            common["run_row_count"] = result.rows
+        elif not run.published:
+            common["dagster/row_count"] = result.rows
+        yield dg.MaterializeResult(asset_key=key, metadata=common)
+    elif result is not None:
+        for partition, rows in run.published.items():
+            yield dg.AssetMaterialization(
+                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
+            )
+    judged = [k for k in run.keys if k not in run.withheld] if result is not None else []
+    targets = _targets(context, key, judged) if judged else {}
+    for outcome in run.outcomes:
+        context.log_event(_evaluation(outcome, targets.get(outcome.partition)))
+    if run.withheld:
+        # Yielding (not only logging) flushes the check evaluations before the step fails.
+        yield dg.AssetObservation(
+            asset_key=key,
+            metadata={"refused_partitions": run.withheld, "problems": dg.MetadataValue.json(problems(run))},
+        )
+
+
+def publish_models(
+    context: dg.AssetExecutionContext, mesh: MeshResource, models: list[DbtModel], *, full_refresh: bool
+) -> Iterator[Any]:
+    """Gate and publish ``models`` (in dbt's order) for the run's partitions; fail naming what was refused."""
+    keys = context.partition_key_range
+    part = PartitionRange.from_keys("daily", keys.start, keys.end)
+    window = f"{keys.start}..{keys.end}"
+    runs: dict[str, ModelRun] = {}
+    for model in models:
+        try:
+            run = gate_model(
+                mesh.spark,
+                mesh.registry,
+                model,
+                part,
+                [runs[uid] for uid in model.parents],
+                full_refresh=full_refresh,
+                commit_info={"dagster_run_id": context.run.run_id},
+            )
+        except Exception as exc:
+            earlier = [line for done in runs.values() for line in problems(done)]
+            why = exc.description if isinstance(exc, dg.Failure) else f"{type(exc).__name__}: {str(exc)[:2000]}"
+            raise dg.Failure(
+                description=f"dbt model {model.ref} failed: {why}"
+                + (f"; before it: {'; '.join(earlier)}" if earlier else ""),
+                metadata={"not_run": [m.ref for m in models[len(runs) + 1 :]]},
+            ) from exc
+        runs[model.unique_id] = run
+        yield from model_events(context, run, window)
+    refused = [line for run in runs.values() for line in problems(run)]
+    if refused:
+        withheld = any(run.withheld for run in runs.values())
+        raise dg.Failure(
+            description=("dbt models not published: " if withheld else "dbt tests failed: ") + "; ".join(refused),
+            metadata={
+                "refused_partitions": {run.model.ref: run.withheld for run in runs.values() if run.withheld},
+                "checks": sorted(
+                    {o.test.check.name for run in runs.values() for os in run.refused.values() for o in os}
+                ),
+            },
+        )

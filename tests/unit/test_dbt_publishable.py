@@ -1,0 +1,54 @@
+"""dbt models Mesh cannot publish through its gate are refused by name before a row is computed."""
+
+from __future__ import annotations
+
+import copy
+
+import dagster as dg
+import pytest
+
+from mesh_assets.dbt.compiled import check_publishable, relation_of
+from mesh_assets.dbt.project import load_manifest
+
+STG = "model.mesh_dbt.stg_orders"
+
+
+@pytest.fixture(scope="module")
+def stg_node() -> dict:
+    return load_manifest()["nodes"][STG]
+
+
+def with_config(node: dict, **config) -> dict:
+    changed = copy.deepcopy(node)
+    changed["config"].update(config)
+    return changed
+
+
+def test_the_example_models_are_publishable(stg_node):
+    check_publishable(stg_node)
+    check_publishable(with_config(stg_node, materialized="table", partition_by=None))
+    assert relation_of(stg_node, dg.AssetKey(["analytics", "stg_orders"])) == ("analytics", "stg_orders")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"materialized": "view"}, "materialized 'view'; Mesh publishes incremental or table models"),
+        ({"materialized": "ephemeral"}, "materialized 'ephemeral'"),
+        ({"incremental_strategy": "merge"}, "set incremental_strategy 'replace_where' and exactly one partition_by"),
+        ({"partition_by": ["p_date", "city"]}, "exactly one partition_by column"),
+        ({"partition_by": None}, "exactly one partition_by column"),
+    ],
+)
+def test_models_mesh_cannot_publish_are_refused_by_name(stg_node, config, message):
+    with pytest.raises(dg.Failure) as refused:
+        check_publishable(with_config(stg_node, **config))
+    assert refused.value.description.startswith(f"dbt model {STG}: ")
+    assert message in refused.value.description
+    assert refused.value.description.endswith("nothing was run")
+
+
+def test_a_model_whose_relation_is_not_its_table_is_refused(stg_node):
+    moved = dict(stg_node, relation_name="staging.stg_orders")
+    with pytest.raises(dg.Failure, match=r"its relation staging.stg_orders is not analytics.stg_orders"):
+        relation_of(moved, dg.AssetKey(["analytics", "stg_orders"]))
