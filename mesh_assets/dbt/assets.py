@@ -32,6 +32,7 @@ from mesh_assets.factory.definitions import RUN_EXECUTOR
 from mesh_assets.factory.partitions import partitions_def
 from mesh_assets.settings import get_settings
 from mesh_assets.spec.names import check_identifier
+from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"
@@ -74,15 +75,33 @@ def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
             registry.register(spark, domain, name)
 
 
-def missing_sources(context: dg.AssetExecutionContext) -> list[str]:
-    """Upstream platform partitions the window needs that were never materialized."""
-    keys = set(context.partition_keys) if context.has_partition_key_range or context.has_partition_key else set()
-    missing = []
+def unready_models(context: dg.AssetExecutionContext) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
+    """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
+    tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
+    from mesh_assets.dbt.catalog import dbt_tables
+    from mesh_assets.factory.readiness import unready
+    from mesh_assets.spec.catalog import Catalog
+    from mesh_assets.spec.discovery import load_all
+    from mesh_assets.spec.model import Input
+
+    catalog = Catalog(load_all(get_settings().domains_dir), dbt_tables())
     own = set(context.assets_def.keys)
-    for dep in sorted({k for ks in context.assets_def.asset_deps.values() for k in ks} - own):
-        done = context.instance.get_materialized_partitions(dep)
-        missing += [f"{dep.to_user_string()} {k}" for k in sorted(keys - done)]
-    return missing
+    rng = context.partition_key_range
+    part = PartitionRange.from_keys("daily", rng.start, rng.end)
+    out: dict[dg.AssetKey, dict[str | None, list[str]]] = {}
+    for key in sorted(context.selected_asset_keys):
+        reads = []
+        for dep in sorted(set(context.assets_def.asset_deps.get(key, ())) - own):
+            info = catalog.get(*dep.path) if len(dep.path) == 2 else None
+            if info is None:
+                raise dg.Failure(
+                    description=f"dbt model {key.to_user_string()} reads {dep.to_user_string()}, "
+                    "which is not a table of the mesh"
+                )
+            reads.append((Input(table=".".join(dep.path)), info))
+        if found := unready(context.instance, reads, part):
+            out[key] = found
+    return out
 
 
 def window_vars(context: dg.AssetExecutionContext) -> dict[str, str]:
@@ -112,10 +131,13 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
         def dbt_models(
             context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
         ):
-            missing = missing_sources(context)
-            if missing:
-                raise dg.Failure(description="upstream partitions not published yet: " + ", ".join(missing))
+            unready = unready_models(context)
             if (dbt.target or "session") != "session":
+                if unready:  # dbt writes itself there: it cannot leave days out of a run
+                    reasons = sorted(
+                        {f"{k} ({', '.join(why)})" for found in unready.values() for k, why in found.items()}
+                    )
+                    raise dg.Failure(description="dbt models not run, inputs not ready: " + "; ".join(reasons))
                 # A remote target (thrift) has its own Spark: dagster-dbt's subprocess invocation.
                 args = [
                     "build",
@@ -139,7 +161,7 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
                 target_path=get_settings().home / "dbt" / "target",
                 env=dbt_env(mesh.registry.warehouse),
             )
-            yield from publish_models(context, mesh, models, full_refresh=config.full_refresh)
+            yield from publish_models(context, mesh, models, full_refresh=config.full_refresh, unready=unready)
 
     return dbt_models
 

@@ -11,7 +11,7 @@ not publish is not computed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -101,12 +101,14 @@ def gate_model(
     *,
     full_refresh: bool,
     commit_info: dict[str, str],
+    unready: Mapping[str | None, list[str]] | None = None,
 ) -> ModelRun:
-    """Compute, stage, test and publish ``model`` for ``part``; parents are the run's models it reads."""
+    """Compute, stage, test and publish ``model`` for ``part``; parents are the run's models it reads, and
+    ``unready`` the partitions whose inputs from outside the run are not published or not checked."""
     keys = part.keys()
     if model.sql is None:
         return check_published(spark, registry, model, keys)
-    blocked: dict[str, list[str]] = {}
+    blocked: dict[str, list[str]] = {k: list(why) for k, why in (unready or {}).items() if k is not None}
     for parent in parents:
         for key in parent.withheld:
             blocked.setdefault(key, []).append(f"its input {parent.model.ref} {key} was not published")

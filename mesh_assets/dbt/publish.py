@@ -8,7 +8,7 @@ at the end naming every refused partition with the dbt test that refused it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
@@ -90,9 +90,16 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
 
 
 def publish_models(
-    context: dg.AssetExecutionContext, mesh: MeshResource, models: list[DbtModel], *, full_refresh: bool
+    context: dg.AssetExecutionContext,
+    mesh: MeshResource,
+    models: list[DbtModel],
+    *,
+    full_refresh: bool,
+    unready: Mapping[dg.AssetKey, Mapping[str | None, list[str]]],
 ) -> Iterator[Any]:
-    """Gate and publish ``models`` (in dbt's order) for the run's partitions; fail naming what was refused."""
+    """Gate and publish ``models`` (in dbt's order) for the run's partitions; fail naming what was refused.
+
+    ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready."""
     keys = context.partition_key_range
     part = PartitionRange.from_keys("daily", keys.start, keys.end)
     window = f"{keys.start}..{keys.end}"
@@ -107,6 +114,7 @@ def publish_models(
                 [runs[uid] for uid in model.parents],
                 full_refresh=full_refresh,
                 commit_info={"dagster_run_id": context.run.run_id},
+                unready=unready.get(model.key),
             )
         except Exception as exc:
             earlier = [line for done in runs.values() for line in problems(done)]

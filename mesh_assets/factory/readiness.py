@@ -110,17 +110,23 @@ class _Input:
 def unready_partitions(
     instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
 ) -> dict[str | None, list[str]]:
-    """Output partitions (``None`` when unpartitioned) that may not be computed, each with its reasons.
+    """Output partitions (``None`` when unpartitioned) of a product's output that may not be computed, each
+    with its reasons (inputs the catalog does not know are left to governance and the read)."""
+    reads = [(inp, upstream) for inp in t.inputs.values() if (upstream := catalog.get(*inp.ref(product.domain)))]
+    return unready(instance, reads, part)
+
+
+def unready(
+    instance: dg.DagsterInstance, reads: Iterable[tuple[Input, TableInfo]], part: PartitionRange | None
+) -> dict[str | None, list[str]]:
+    """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
 
     Each output partition is judged by its own window, so a range run refuses only the partitions that would
     read unpublished or unchecked data.
     """
     outputs: list[PartitionRange | None] = [None] if part is None else [part.single(v) for v in part.values()]
     refused: dict[str | None, list[str]] = {}
-    for inp in t.inputs.values():
-        upstream = catalog.get(*inp.ref(product.domain))
-        if upstream is None:
-            continue  # governance refuses unknown inputs; reading it fails the run by name
+    for inp, upstream in reads:
         windows = {format_key(p.start, p.kind) if p else None: window_keys(inp, upstream, p) for p in outputs}
         every = None if any(k is None for k in windows.values()) else {k for keys in windows.values() for k in keys}
         known = _Input(instance, inp, upstream, every)

@@ -249,3 +249,18 @@ def test_failing_dbt_test_blocks_downstream(mesh_world, refused_run):
     materialized = {(e.asset_key, e.partition) for e in result.get_asset_materialization_events()}
     assert (KPIS, DAY.isoformat()) not in materialized and not any(k == consumer for k, _ in materialized)
     assert not ran, "the downstream asset must not run after a blocking check failed"
+
+
+def test_a_model_is_not_computed_for_days_its_sources_have_not_published(mesh_world, dbt_assets_def):
+    """orders is published for 06-01..03 only: a run of 06-03..04 publishes 06-03 and refuses 06-04 by name."""
+    result = run(mesh_world, dbt_assets_def, [STG], start="2021-06-03", end="2021-06-04", raise_on_error=False)
+
+    assert not result.success
+    message = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data
+    assert "analytics.stg_orders 2021-06-04: not computed, food_delivery.orders 2021-06-04 (not published)" in (
+        message.error.message
+    )
+    written = {e.materialization.partition for e in result.get_asset_materialization_events()}
+    assert written == {"2021-06-03"}
+    days = {r["p_date"] for r in mesh_world.table(*STG.path).select("p_date").distinct().collect()}
+    assert date(2021, 6, 4) not in days
