@@ -1,6 +1,6 @@
 """Incremental reading of a Delta table's ``_delta_log``: which partitions each new commit touched.
 
-File access is one function (:func:`read_commit`) so that an object store can plug in later; the rest
+Files are read through :mod:`~mesh_assets.automation.log_files` (a local disk or an S3 bucket); the rest
 parses commit JSON only. Cost grows with new commits: with none, reading the log costs one failed open
 of the next version's file.
 """
@@ -10,32 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
+from mesh_assets.automation.log_files import log_versions, read_commit
 from mesh_assets.storage.partitions import Kind, format_key, utc
-
-LOG_DIR = "_delta_log"
-
-
-def _local(location: str) -> Path:
-    return Path(location[len("file:") :] if location.startswith("file:") else location)
-
-
-def read_commit(location: str, version: int) -> str | None:
-    """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist (yet)."""
-    try:
-        return (_local(location) / LOG_DIR / f"{version:020d}.json").read_text()
-    except FileNotFoundError:
-        return None
 
 
 def first_version(location: str) -> int | None:
     """The oldest commit still in the log (a first observation starts there); None if there is no table."""
-    log = _local(location) / LOG_DIR
-    if not log.is_dir():
-        return None
-    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
-    return min(versions) if versions else None
+    versions = log_versions(location)
+    return versions[0] if versions else None
 
 
 @dataclass

@@ -51,23 +51,44 @@ def _span(keys: list[str]) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]} ({len(keys)})"
 
 
-def _missing(
-    graph: BaseAssetGraph, published: _Published, key: dg.AssetKey, partition: str | None
-) -> tuple[dg.AssetKey, tuple[str, ...]] | None:
-    """The first input of ``key``'s ``partition`` with partitions neither published nor planned, and those
-    partitions (``()`` for a table never materialized at all); None when every input is there."""
-    for parent in sorted(graph.get(key).parent_keys):
-        mapping = graph.get_partition_mapping(key, parent) if partition is not None else None
-        whole = partition is None or isinstance(mapping, dg.AllPartitionMapping)
-        if not graph.get(parent).is_partitioned or whole:
+def _unreadable(
+    graph: BaseAssetGraph, published: _Published, key: dg.AssetKey, subset: PartitionsSubset
+) -> dict[dg.AssetKey, tuple[set[str], set[str]]]:
+    """Per input of ``key``: (partitions of ``subset`` that read an input partition neither published nor
+    planned, those input partitions). Mapped through the partition mappings a subset at a time, not a key at a
+    time: a rebuild plans thousands of partitions."""
+    child_def = graph.get(key).partitions_def
+    assert child_def is not None
+    everything = set(subset.get_partition_keys())
+    out: dict[dg.AssetKey, tuple[set[str], set[str]]] = {}
+    for parent in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()):
+        parent_def = graph.get(parent).partitions_def
+        mapping = graph.get_partition_mapping(key, parent)
+        if parent_def is None or isinstance(mapping, dg.AllPartitionMapping):
             if not published.ever(parent):
-                return parent, ()
+                out[parent] = (everything, set())
             continue
-        needed = graph.get_parent_partition_keys_for_child(partition, parent, key).partitions_subset
-        have = published.keys(parent)
-        if missing := tuple(sorted(k for k in needed.get_partition_keys() if k not in have)):
-            return parent, missing
-    return None
+        needed = mapping.get_upstream_mapped_partitions_result_for_partitions(subset, child_def, parent_def)
+        missing = set(needed.partitions_subset.get_partition_keys()) - published.keys(parent)
+        if missing:
+            readers = mapping.get_downstream_partitions_for_partitions(
+                parent_def.empty_subset().with_partition_keys(sorted(missing)), parent_def, child_def
+            )
+            out[parent] = (set(readers.get_partition_keys()) & everything, missing)
+    return out
+
+
+def _read_by(
+    graph: BaseAssetGraph, key: dg.AssetKey, parent: dg.AssetKey, dropped: set[str], missing: set[str]
+) -> set[str]:
+    """The missing input partitions that the dropped partitions read (the reason names only those)."""
+    child_def, parent_def = graph.get(key).partitions_def, graph.get(parent).partitions_def
+    assert child_def is not None and parent_def is not None
+    mapping = graph.get_partition_mapping(key, parent)
+    needed = mapping.get_upstream_mapped_partitions_result_for_partitions(
+        child_def.empty_subset().with_partition_keys(sorted(dropped)), child_def, parent_def
+    )
+    return missing & set(needed.partitions_subset.get_partition_keys())
 
 
 def _reason(parent: dg.AssetKey, missing: set[str]) -> str:
@@ -87,23 +108,22 @@ def computable(
             continue
         subset = reached[key]
         if subset is None:
-            if found := _missing(graph, published, key, None):
-                left_out.append(LeftOut(key, ("(unpartitioned)",), _reason(found[0], set(found[1]))))
+            never = [
+                p for p in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()) if not published.ever(p)
+            ]
+            if never:
+                left_out.append(LeftOut(key, ("(unpartitioned)",), _reason(never[0], set())))
             else:
                 kept[key] = None
             continue
-        by_parent: dict[dg.AssetKey, tuple[list[str], set[str]]] = {}
-        for partition in subset.get_partition_keys():
-            if found := _missing(graph, published, key, partition):
-                dropped, missing = by_parent.setdefault(found[0], ([], set()))
-                dropped.append(partition)
-                missing.update(found[1])
-        if by_parent:
-            left_out += [
-                LeftOut(key, tuple(sorted(dropped)), _reason(parent, missing))
-                for parent, (dropped, missing) in sorted(by_parent.items(), key=lambda item: item[0].to_user_string())
-            ]
-            gone = {p for dropped, _ in by_parent.values() for p in dropped}
+        gone: set[str] = set()
+        for parent, (dropped, missing) in _unreadable(graph, published, key, subset).items():
+            dropped -= gone  # said once, for the first input that cannot be read
+            if dropped:
+                read = _read_by(graph, key, parent, dropped, missing) if missing else missing
+                left_out.append(LeftOut(key, tuple(sorted(dropped)), _reason(parent, read)))
+                gone |= dropped
+        if gone:
             partitions_def = graph.get(key).partitions_def
             assert partitions_def is not None
             subset = partitions_def.empty_subset().with_partition_keys(

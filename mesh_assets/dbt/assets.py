@@ -28,6 +28,7 @@ from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.resource import MeshResource
+from mesh_assets.engine.session import scoped_conf
 from mesh_assets.factory.definitions import RUN_EXECUTOR
 from mesh_assets.factory.partitions import partitions_def
 from mesh_assets.settings import get_settings
@@ -38,6 +39,7 @@ from mesh_assets.storage.tables import TableNotFoundError
 RESOURCE_KEY = "mesh"
 DBT_RESOURCE_KEY = "dbt"
 DBT_POOL = "mesh/dbt"
+DBT_SESSION_CONF = {"spark.sql.ansi.enabled": "false"}
 
 
 class DbtRunConfig(dg.Config):
@@ -151,17 +153,20 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
             from mesh_assets.dbt.publish import publish_models
 
             register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
-            models = compile_step(
-                context,
-                manifest,
-                translator,
-                window=window_vars(context),
-                full_refresh=config.full_refresh,
-                dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
-                target_path=get_settings().home / "dbt" / "target",
-                env=dbt_env(mesh.registry.warehouse),
-            )
-            yield from publish_models(context, mesh, models, full_refresh=config.full_refresh, unready=unready)
+            # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
+            # products run after them in this process must get the session back as it was.
+            with scoped_conf(mesh.spark, DBT_SESSION_CONF):
+                models = compile_step(
+                    context,
+                    manifest,
+                    translator,
+                    window=window_vars(context),
+                    full_refresh=config.full_refresh,
+                    dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
+                    target_path=get_settings().home / "dbt" / "target",
+                    env=dbt_env(mesh.registry.warehouse),
+                )
+                yield from publish_models(context, mesh, models, full_refresh=config.full_refresh, unready=unready)
 
     return dbt_models
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -131,6 +133,22 @@ def get_spark(settings: MeshSettings | None = None) -> SparkSession:
                     for key, value in s3a_credentials().items():
                         hadoop.set(key, value)
         return _session
+
+
+@contextmanager
+def scoped_conf(spark: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
+    """Runtime SQL configuration set for the block and put back as it was, whoever changes it inside."""
+    saved = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def stop_spark() -> None:

@@ -252,7 +252,9 @@ def test_failing_dbt_test_blocks_downstream(mesh_world, refused_run):
 
 
 def test_a_model_is_not_computed_for_days_its_sources_have_not_published(mesh_world, dbt_assets_def):
-    """orders is published for 06-01..03 only: a run of 06-03..04 publishes 06-03 and refuses 06-04 by name."""
+    """orders is published for 06-01..03 only: a run of 06-03..04 publishes 06-03 and refuses 06-04 by name.
+    dbt-spark turns ANSI mode off on the session it shares: the step gives it back as it was."""
+    ansi = mesh_world.mesh.spark.conf.get("spark.sql.ansi.enabled")
     result = run(mesh_world, dbt_assets_def, [STG], start="2021-06-03", end="2021-06-04", raise_on_error=False)
 
     assert not result.success
@@ -264,3 +266,4 @@ def test_a_model_is_not_computed_for_days_its_sources_have_not_published(mesh_wo
     assert written == {"2021-06-03"}
     days = {r["p_date"] for r in mesh_world.table(*STG.path).select("p_date").distinct().collect()}
     assert date(2021, 6, 4) not in days
+    assert mesh_world.mesh.spark.conf.get("spark.sql.ansi.enabled") == ansi == "true"

@@ -146,7 +146,8 @@ class Launcher:
         self.context = WorkspaceProcessContext(self.instance, target)
 
     def launch(self, job: str, tags: dict[str, str]) -> str:
-        observe_now(mesh_definitions(FIXTURE / "domains"), self.instance, MeshResource())  # what was landed
+        mesh = MeshResource(warehouse=os.environ["MESH_WAREHOUSE"])  # the workers' warehouse (settings are cached)
+        observe_now(mesh_definitions(FIXTURE / "domains"), self.instance, mesh)  # what was landed
         request = self.context.create_request_context()
         location = request.get_code_location("rel")
         [repo] = location.get_repositories().values()
