@@ -56,8 +56,8 @@ MESH_CODE = """
 import time; t0 = time.perf_counter()
 import warnings; warnings.filterwarnings("ignore")
 from pathlib import Path
-from mesh_assets.factory.definitions import build_definitions
-from mesh_assets.spec.discovery import load_all
+from mesh_assets.definitions import build_definitions
+from mesh_assets.graph.discovery import load_all
 from dagster._core.remote_representation.external_data import RepositorySnap
 defs = build_definitions(load_all(Path({root!r})), extra=[])
 repo = defs.get_repository_def()

@@ -17,6 +17,7 @@ from functools import reduce
 from pathlib import Path
 
 import dagster as dg
+from mesh_assets.run.compute import transform
 
 from bench.common import ROOT, Result, print_results
 from mesh_assets import MeshResource, mesh_definitions
@@ -24,10 +25,10 @@ from mesh_assets.demo.generator import days
 from mesh_assets.demo.landing import land_all
 from mesh_assets.demo.run import DEMO_START, materialize_mesh
 from mesh_assets.engine.session import get_spark
-from mesh_assets.factory.compute import transform
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 DOMAINS = ROOT / "domains"
@@ -37,7 +38,7 @@ def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) ->
     """Every product's transformation over ``first``..``last``, written straight to Delta, upstream first."""
     spark, registry = mesh.spark, mesh.registry
     domains = load_all(DOMAINS)
-    catalog = Catalog(domains)
+    catalog = MeshGraph(domains)
     products = [p for specs in domains.values() for p in specs.products]
     by_key = {(p.domain, t.output.table): (p, t) for p in products for t in p.transformations}
     log = dg.get_dagster_logger()
@@ -51,7 +52,7 @@ def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) ->
             df = transform(spark, registry, product, t, catalog, None, log, "raw")
             df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(location)
         else:
-            part = PartitionRange.from_keys("daily", first, last).as_kind(out.partitioning)
+            part = PartitionRange.from_keys(Grain.DAILY, first, last).as_kind(out.partitioning)
             if t.range_aware:
                 df = transform(spark, registry, product, t, catalog, part, log, "raw")
             else:

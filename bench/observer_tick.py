@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from bench.common import Result, median_of, print_results
 from mesh_assets.automation.observer import observe
 from mesh_assets.engine.session import get_spark
-from mesh_assets.spec.model import Contact, DataProduct, ExternalTable
+from mesh_assets.model.product import Contact, DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry
 
 

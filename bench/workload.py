@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 DOMAINS = Path(__file__).resolve().parent / "domains"
@@ -29,7 +30,7 @@ def _aggregate():
 
 def raw_work(spark: SparkSession, events: str, out: str, first: str, last: str) -> None:
     """The floor: the product's read, aggregation and partition-replacing write, with no orchestration."""
-    rng = PartitionRange.from_keys("daily", first, last)
+    rng = PartitionRange.from_keys(Grain.DAILY, first, last)
     window = (
         spark.read.format("delta")
         .load(events)

@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 
 from bench.common import Result, median_of, print_results
 from mesh_assets.engine.session import get_spark
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 START = date(2024, 1, 1)
@@ -40,7 +41,7 @@ def run(
     )
     rows.write.format("delta").partitionBy("p_date").save(table)
     day = START + timedelta(days=partitions // 2)
-    rng = PartitionRange.from_keys("daily", day.isoformat(), day.isoformat())
+    rng = PartitionRange.from_keys(Grain.DAILY, day.isoformat(), day.isoformat())
     frames = {
         n: spark.range(n).withColumn("p_date", F.lit(day)).withColumn("v", F.col("id") % 13).cache()
         for n in written_rows

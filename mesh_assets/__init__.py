@@ -6,7 +6,11 @@ Domain teams import from here and nowhere else::
 """
 
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.checks.spec import (
+from mesh_assets.definitions import dbt_definitions, domain_definitions, mesh_definitions
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.engine.session import get_spark
+from mesh_assets.model.author import Product, chat, email
+from mesh_assets.model.checks import (
     AcceptedValues,
     Freshness,
     NotNull,
@@ -16,12 +20,8 @@ from mesh_assets.checks.spec import (
     Unique,
     VolumeAnomaly,
 )
-from mesh_assets.engine.resource import MeshResource
-from mesh_assets.engine.session import get_spark
-from mesh_assets.factory.context import ProductContext
-from mesh_assets.factory.definitions import domain_definitions, mesh_definitions
-from mesh_assets.settings import MeshSettings, get_settings
-from mesh_assets.spec.model import (
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.product import (
     Column,
     Contact,
     ExternalTable,
@@ -32,7 +32,8 @@ from mesh_assets.spec.model import (
     last,
     same,
 )
-from mesh_assets.spec.python_api import Product, chat, email
+from mesh_assets.run.context import ProductContext
+from mesh_assets.settings import MeshSettings, get_settings
 
 __all__ = [
     "AcceptedValues",
@@ -40,6 +41,7 @@ __all__ = [
     "Contact",
     "ExternalTable",
     "Freshness",
+    "Grain",
     "Input",
     "MeshResource",
     "MeshSettings",
@@ -55,6 +57,7 @@ __all__ = [
     "Window",
     "all_partitions",
     "chat",
+    "dbt_definitions",
     "domain_definitions",
     "email",
     "get_settings",

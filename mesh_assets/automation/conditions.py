@@ -29,8 +29,7 @@ from functools import cache, reduce
 
 import dagster as dg
 
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
+from mesh_assets.graph.resolve import Node
 
 AC = dg.AutomationCondition
 Keys = tuple[dg.AssetKey, ...] | None
@@ -52,22 +51,14 @@ def _unpassed_blocking_checks() -> dg.AutomationCondition:
     return ~AC.all_checks_match(AC.check_passed() | AC.will_be_requested(), blocking_only=True)
 
 
-def input_keys(
-    product: DataProduct, t: PySparkTransformation | SqlTransformation, catalog: Catalog
-) -> tuple[list[dg.AssetKey], list[dg.AssetKey], list[dg.AssetKey]]:
+def input_keys(node: Node) -> tuple[list[dg.AssetKey], list[dg.AssetKey], list[dg.AssetKey]]:
     """(inputs read partition by partition, inputs read whole, inputs whose quality gates us)."""
     by_partition, whole, quality = [], [], []
-    for inp in t.inputs.values():
-        domain, table = inp.ref(product.domain)
-        key = dg.AssetKey([domain, table])
-        upstream = catalog.get(domain, table)
-        partitioned = upstream is not None and upstream.partitioning != "none"
-        if t.output.partitioning == "none" or (partitioned and inp.window.kind != "all"):
-            by_partition.append(key)
-        else:
-            whole.append(key)
-        if not inp.ignore_quality:
-            quality.append(key)
+    for read in node.reads:
+        partitioned = read.table.grain.partitioned and read.input.window.kind != "all"
+        (by_partition if not node.table.grain.partitioned or partitioned else whole).append(read.table.key)
+        if not read.input.ignore_quality:
+            quality.append(read.table.key)
     return by_partition, whole, quality
 
 
@@ -136,17 +127,15 @@ def _condition(
     return reduce(operator.and_, parts).with_label(label)
 
 
-def output_condition(
-    product: DataProduct, t: PySparkTransformation | SqlTransformation, catalog: Catalog
-) -> dg.AutomationCondition | None:
+def output_condition(node: Node) -> dg.AutomationCondition | None:
     """The condition of one output; None for an output without inputs (nothing to react to)."""
-    if not t.inputs:
+    if not node.reads:
         return None
-    by_partition, whole, quality = input_keys(product, t, catalog)
+    by_partition, whole, quality = input_keys(node)
     inputs = {*by_partition, *whole}
     return _condition(
-        product.rerun_history,
-        product.cron,
+        node.product.rerun_history,
+        node.product.cron,
         _subset(by_partition, inputs),
         _subset(whole, inputs),
         _subset(quality, inputs),

@@ -17,78 +17,64 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, AlertNotSent, send
-from mesh_assets.factory.partitions import complete_days
+from mesh_assets.graph.resolve import Node
+from mesh_assets.model.grain import midnight, utc
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import DataProduct
+from mesh_assets.run.readiness import input_range
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.model import DataProduct
-from mesh_assets.storage.partitions import PartitionRange, format_key, midnight, step, utc
 
 LOOKBACK_PARTITIONS = 7
 log = logging.getLogger(__name__)
 
 
-def late_inputs(
-    instance: dg.DagsterInstance, products: list[DataProduct], catalog: Catalog, now: datetime
-) -> list[dict]:
+def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) -> list[dict]:
     """Every (consumer partition, input, deadline kind) whose deadline has passed without the input.
 
     ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours.
     """
-    from mesh_assets.factory.compute import input_range  # the run-side module: not loaded with the definitions
-
     now = utc(now)
     flags = []
-    for product in products:
-        for t in product.transformations:
-            if t.output.partitioning == "none":
+    for node in nodes:
+        grain = node.table.grain
+        if not grain.partitioned:
+            continue
+        first = midnight(node.product.start_date)
+        for read in node.reads:
+            inp, upstream = read.input, read.table
+            limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
+            if not limits:
                 continue
-            kind = t.output.partitioning
-            first = midnight(product.start_date)
-            for name, inp in t.inputs.items():
-                limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
-                upstream = catalog.get(*inp.ref(product.domain))
-                if not limits or upstream is None:
-                    continue
-                done = complete_days(
-                    instance.get_materialized_partitions(dg.AssetKey([upstream.domain, upstream.table])), upstream
-                )
-                closed = now.replace(minute=0, second=0, microsecond=0)
-                if kind == "daily":
-                    closed = closed.replace(hour=0)
-                for back in range(1, LOOKBACK_PARTITIONS + 1):
-                    start = closed - back * step(kind)
-                    if start < first:
-                        break
-                    part = PartitionRange(kind, start, start)
-                    needed = input_range(inp, upstream, part)
-                    keys = [format_key(v, needed.kind) for v in needed.values()] if needed else []
-                    missing = [k for k in keys if k not in done]
-                    window_end = start + step(kind)
-                    for label, hours in limits:
-                        if missing and now >= window_end + timedelta(hours=hours):
-                            flags.append(
-                                {
-                                    "asset": [product.domain, t.output.table],
-                                    "partition": format_key(start, kind),
-                                    "input": upstream.ref,
-                                    "kind": label,
-                                    "hours": hours,
-                                    "missing": missing,
-                                    "product": product,
-                                    "table": t.output.table,
-                                    "param": name,
-                                }
-                            )
+            done = upstream.complete(instance.get_materialized_partitions(upstream.key))
+            closed = grain.floor(now)
+            for back in range(1, LOOKBACK_PARTITIONS + 1):
+                start = closed - back * grain.step
+                if start < first:
+                    break
+                needed = input_range(inp, upstream, PartitionRange(grain, start, start))
+                missing = [k for k in (needed.keys() if needed else []) if k not in done]
+                window_end = start + grain.step
+                for label, hours in limits:
+                    if missing and now >= window_end + timedelta(hours=hours):
+                        flags.append(
+                            {
+                                "asset": list(node.table.key.path),
+                                "partition": grain.key(start),
+                                "input": upstream.ref,
+                                "kind": label,
+                                "hours": hours,
+                                "missing": missing,
+                                "product": node.product,
+                                "table": node.table.name,
+                                "param": read.name,
+                            }
+                        )
     return flags
 
 
-def build_deadline_sensor(domain: str, products: list[DataProduct], catalog: Catalog) -> dg.SensorDefinition | None:
-    """The deadline watcher of ``domain``; None when no input sets a freshness or timeout."""
-    watched = [
-        p
-        for p in products
-        if any(i.freshness_hours or i.timeout_hours for t in p.transformations for i in t.inputs.values())
-    ]
+def build_deadline_sensor(domain: str, nodes: list[Node]) -> dg.SensorDefinition | None:
+    """The deadline watcher of ``domain``'s outputs ``nodes``; None when no input sets a freshness or timeout."""
+    watched = [n for n in nodes if any(r.input.freshness_hours or r.input.timeout_hours for r in n.reads)]
     if not watched:
         return None
     settings = get_settings().automation
@@ -100,18 +86,18 @@ def build_deadline_sensor(domain: str, products: list[DataProduct], catalog: Cat
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
     def _deadlines(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        return evaluate_deadlines(context.instance, watched, catalog, context.cursor, datetime.now(UTC))
+        return evaluate_deadlines(context.instance, watched, context.cursor, datetime.now(UTC))
 
     return _deadlines
 
 
 def evaluate_deadlines(
-    instance: dg.DagsterInstance, products: list[DataProduct], catalog: Catalog, cursor: str | None, now: datetime
+    instance: dg.DagsterInstance, nodes: list[Node], cursor: str | None, now: datetime
 ) -> dg.SensorResult:
     """One tick: new flags become observations and alerts; the cursor keeps them from repeating."""
     seen = set(json.loads(cursor)) if cursor else set()
     events = []
-    for flag in late_inputs(instance, products, catalog, now):
+    for flag in late_inputs(instance, nodes, now):
         ident = f"{'/'.join(flag['asset'])}|{flag['partition']}|{flag['input']}|{flag['kind']}"
         if ident in seen:
             continue

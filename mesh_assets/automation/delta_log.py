@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from mesh_assets.automation.log_files import log_versions, read_commit
-from mesh_assets.storage.partitions import Kind, format_key, utc
+from mesh_assets.model.grain import Grain, utc
 
 
 def first_version(location: str) -> int | None:
@@ -58,7 +58,7 @@ def new_commits(location: str, after: int | None) -> list[Commit]:
     return commits
 
 
-def partition_key(value: str | None, partitioning: Kind, now: datetime | None = None) -> str | None:
+def partition_key(value: str | None, grain: Grain, now: datetime | None = None) -> str | None:
     """Dagster's partition key for a Delta partition value: ``YYYY-MM-DD`` or hourly ``YYYY-MM-DD-HH:MM``, in UTC.
 
     The whole value must be an ISO date or timestamp on the table's grid (a UTC day or hour) and not after
@@ -70,10 +70,9 @@ def partition_key(value: str | None, partitioning: Kind, now: datetime | None = 
     try:
         moment = utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
     except ValueError:
-        raise ValueError(f"is not a {partitioning} partition") from None
-    hour = moment.replace(minute=0, second=0, microsecond=0)
-    if moment != (hour if partitioning == "hourly" else hour.replace(hour=0)):
-        raise ValueError(f"is not on the {'hour' if partitioning == 'hourly' else 'day'} (UTC)")
+        raise ValueError(f"is not a {grain} partition") from None
+    if moment != grain.floor(moment):
+        raise ValueError(f"is not on the {'hour' if grain is Grain.HOURLY else 'day'} (UTC)")
     if moment > (now or datetime.now(UTC)):
         raise ValueError("is in the future")
-    return format_key(moment, partitioning)
+    return grain.key(moment)

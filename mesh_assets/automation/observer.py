@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from mesh_assets.automation.delta_log import new_commits, partition_key
+from mesh_assets.checks.external import build_checks_job, checks_run_config
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.external_checks import build_checks_job, checks_run_config
-from mesh_assets.factory.partitions import region_key
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.grain import region_key
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.model import DataProduct, ExternalTable
 
 if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry
@@ -41,8 +41,7 @@ def observer_name(domain: str) -> str:
 
 
 def observe_table(
-    product: DataProduct,
-    ext: ExternalTable,
+    table: Table,
     location: str,
     after: int | None,
     warn: Callable[[str], None] = log.warning,
@@ -51,37 +50,36 @@ def observe_table(
     commits = new_commits(location, after)
     if not commits:
         return [], after
-    asset_key = dg.AssetKey([product.domain, ext.table])
     now = datetime.now(UTC)
     versions: dict[str | None, list[int]] = {}
     for commit in commits:
         if not commit.touched:
             continue
-        if ext.partitioning == "none":
+        if not table.grain.partitioned:
             versions.setdefault(None, []).append(commit.version)
             continue
         for values in commit.partitions:
             found = dict(values)
-            value = found.get(ext.partition_column)
+            value = found.get(table.partition_column)
             try:
-                key = partition_key(value, ext.partitioning, now)
+                key = partition_key(value, table.grain, now)
             except ValueError as exc:
                 warn(
-                    f"{product.domain}.{ext.table} version {commit.version}: partition value {value!r} of "
-                    f"{ext.partition_column} {exc}; skipped"
+                    f"{table.ref} version {commit.version}: partition value {value!r} of "
+                    f"{table.partition_column} {exc}; skipped"
                 )
                 continue
-            if key is None or key[:10] < product.start_date.isoformat():
+            if key is None or key[:10] < table.start_date.isoformat():
                 continue
-            if ext.regions:
-                region = found.get(ext.region_column)
-                if region not in ext.regions:
+            if table.regions:
+                region = found.get(table.region_column)
+                if region not in table.regions:
                     continue  # a region the table does not declare: not a partition consumers wait for
                 key = region_key(key, region)
             versions.setdefault(key, []).append(commit.version)
     events = [
         dg.AssetMaterialization(
-            asset_key=asset_key,
+            asset_key=table.key,
             partition=key,
             metadata={"delta_versions": sorted(set(v)), "delta_version": max(v), "location": location},
         )
@@ -91,22 +89,19 @@ def observe_table(
 
 
 def observe(
-    products: list[DataProduct],
+    tables: list[Table],
     registry: TableRegistry,
     cursor: dict[str, int],
     warn: Callable[[str], None] = log.warning,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, int]]:
-    """One tick over every external table of ``products``."""
+    """One tick over the external ``tables``."""
     events: list[dg.AssetMaterialization] = []
     cursor = dict(cursor)
-    for product in products:
-        for ext in product.external:
-            ref = f"{product.domain}.{ext.table}"
-            location = registry.location(product.domain, ext.table)
-            found, last = observe_table(product, ext, location, cursor.get(ref), warn)
-            events += found
-            if last is not None:
-                cursor[ref] = last
+    for table in tables:
+        found, last = observe_table(table, registry.location(table.domain, table.name), cursor.get(table.ref), warn)
+        events += found
+        if last is not None:
+            cursor[table.ref] = last
     return events, cursor
 
 
@@ -132,18 +127,12 @@ def check_requests(events: list[dg.AssetMaterialization], jobs: dict[dg.AssetKey
     return requests
 
 
-def build_observer(domain: str, products: list[DataProduct]) -> dg.SensorDefinition | None:
-    """The observer of ``domain``'s external tables; None when it has none."""
-    products = [p for p in products if p.external]
-    if not products:
+def build_observer(domain: str, tables: list[Table]) -> dg.SensorDefinition | None:
+    """The observer of ``domain``'s external ``tables``; None when it has none."""
+    if not tables:
         return None
     settings = get_settings().automation
-    jobs = {
-        dg.AssetKey([p.domain, ext.table]): job
-        for p in products
-        for ext in p.external
-        if (job := build_checks_job(p, ext)) is not None
-    }
+    jobs = {t.key: job for t in tables if (job := build_checks_job(t)) is not None}
 
     @dg.sensor(
         name=observer_name(domain),
@@ -154,7 +143,7 @@ def build_observer(domain: str, products: list[DataProduct]) -> dg.SensorDefinit
     )
     def _observer(context: dg.SensorEvaluationContext, mesh: MeshResource) -> dg.SensorResult:
         cursor = json.loads(context.cursor) if context.cursor else {}
-        events, cursor = observe(products, mesh.registry, cursor, context.log.warning)
+        events, cursor = observe(tables, mesh.registry, cursor, context.log.warning)
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 

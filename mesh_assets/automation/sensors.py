@@ -8,9 +8,8 @@ import dagster as dg
 
 from mesh_assets.automation.deadlines import build_deadline_sensor
 from mesh_assets.automation.observer import build_observer
+from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.model import DataProduct
 
 ENGINE_TAG = "mesh/engine"
 
@@ -33,12 +32,13 @@ def automation_sensor(domain: str, keys: Iterable[dg.AssetKey]) -> dg.Automation
 
 
 def domain_sensors(
-    domain: str, products: list[DataProduct], catalog: Catalog, tool_keys: Iterable[dg.AssetKey] = ()
+    domain: str, nodes: list[Node], external: list[Table], tool_keys: Iterable[dg.AssetKey] = ()
 ) -> list[dg.SensorDefinition]:
-    """The domain's sensors; ``tool_keys`` are the domain's assets built by other tools (dbt models) beside it."""
-    outputs = [dg.AssetKey([domain, t.output.table]) for p in products for t in p.transformations]
+    """The domain's sensors over its outputs ``nodes`` and its ``external`` tables; ``tool_keys`` are the
+    domain's assets built by other tools (dbt models) beside it."""
+    outputs = [n.table.key for n in nodes]
     sensors: list[dg.SensorDefinition] = [automation_sensor(domain, [*outputs, *tool_keys])] if outputs else []
-    for extra in (build_observer(domain, products), build_deadline_sensor(domain, products, catalog)):
+    for extra in (build_observer(domain, external), build_deadline_sensor(domain, nodes)):
         if extra is not None:
             sensors.append(extra)
     return sensors

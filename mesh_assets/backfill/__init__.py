@@ -12,10 +12,9 @@ from mesh_assets.backfill.plan import (
     parse_asset_key,
     plan_backfill,
 )
-from mesh_assets.backfill.rebuild import REBUILD_TAG, plan_rebuild, rebuild_requested
+from mesh_assets.backfill.rebuild import plan_rebuild
 
 __all__ = [
-    "REBUILD_TAG",
     "BackfillError",
     "BackfillPlan",
     "BackfillProgress",
@@ -27,5 +26,4 @@ __all__ = [
     "parse_asset_key",
     "plan_backfill",
     "plan_rebuild",
-    "rebuild_requested",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
@@ -23,7 +23,7 @@ from dagster._core.utils import make_new_backfill_id
 from dagster._time import get_current_timestamp
 
 from mesh_assets.backfill.computable import LeftOut, computable
-from mesh_assets.storage.partitions import HOUR_FMT, PartitionKeyError, parse_key
+from mesh_assets.model.grain import Grain, PartitionKeyError
 
 
 class BackfillError(ValueError):
@@ -39,27 +39,30 @@ def parse_asset_key(name: str, graph: BaseAssetGraph) -> dg.AssetKey:
     return key
 
 
-def _kind(partitions_def: dg.PartitionsDefinition) -> str:
+def _grain(partitions_def: dg.PartitionsDefinition) -> Grain:
     if isinstance(partitions_def, dg.HourlyPartitionsDefinition):
-        return "hourly"
+        return Grain.HOURLY
     if isinstance(partitions_def, dg.DailyPartitionsDefinition):
-        return "daily"
+        return Grain.DAILY
     raise BackfillError(f"unsupported partitioning {type(partitions_def).__name__}")
 
 
 def partition_bounds(partitions_def: dg.PartitionsDefinition, start: str, end: str) -> dg.PartitionKeyRange:
     """Validated partition keys for ``start``..``end``; a day given for an hourly asset means its 24 hours."""
-    kind = _kind(partitions_def)
+    grain = _grain(partitions_def)
+    by_day = grain is Grain.HOURLY
+
+    def parse(key: str) -> datetime:
+        return Grain.DAILY.parse(key) if by_day and len(key) == 10 else grain.parse(key)
+
     try:
-        by_day = kind == "hourly"
-        first = parse_key(start, "daily") if by_day and len(start) == 10 else parse_key(start, kind)  # type: ignore[arg-type]
-        last = parse_key(end, "daily") + timedelta(hours=23) if by_day and len(end) == 10 else parse_key(end, kind)  # type: ignore[arg-type]
+        first = parse(start)
+        last = parse(end) + (timedelta(hours=23) if by_day and len(end) == 10 else timedelta())
     except PartitionKeyError as exc:
         raise BackfillError(str(exc)) from None
     if last < first:
         raise BackfillError(f"the range ends ({end}) before it starts ({start})")
-    fmt = "%Y-%m-%d" if kind == "daily" else HOUR_FMT
-    keys = first.strftime(fmt), last.strftime(fmt)
+    keys = grain.key(first), grain.key(last)
     for key in keys:
         if not partitions_def.has_partition_key(key):
             first_key = partitions_def.get_first_partition_key()

@@ -8,8 +8,6 @@ range (they would be dropped). The UI launches the same by adding the tag in the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
@@ -17,16 +15,7 @@ from dagster._core.definitions.partitions.subset import PartitionsSubset
 
 from mesh_assets.backfill.computable import LeftOut, computable
 from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillError, BackfillPlan, PlannedAsset, parse_asset_key
-
-REBUILD_TAG = "mesh/rebuild"
-
-
-def rebuild_requested(tags: Mapping[str, str]) -> bool:
-    """Whether a run's tags ask for a rebuild; a value other than ``true`` or ``false`` is refused."""
-    value = tags.get(REBUILD_TAG, "false").strip().lower()
-    if value not in {"true", "false"}:
-        raise ValueError(f"tag {REBUILD_TAG} must be 'true' or 'false', not {tags[REBUILD_TAG]!r}")
-    return value == "true"
+from mesh_assets.storage.schema import REBUILD_TAG
 
 
 def _closure(graph: BaseAssetGraph, root: dg.AssetKey) -> list[dg.AssetKey]:

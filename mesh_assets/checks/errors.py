@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyspark.errors import PySparkException
 
-from mesh_assets.checks.spec import AcceptedValues, CheckSpec, NotNull, Unique
+from mesh_assets.model.checks import AcceptedValues, CheckSpec, NotNull, Unique
 
 MAX_LENGTH = 300
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -23,8 +23,11 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mesh_assets.checks.contract import schema_drift
 from mesh_assets.checks.errors import missing_columns, spark_error
-from mesh_assets.checks.spec import (
+from mesh_assets.graph.queries import rewrite_tables
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.checks import (
     AcceptedValues,
     CheckSpec,
     NotNull,
@@ -33,12 +36,9 @@ from mesh_assets.checks.spec import (
     SqlAssertion,
     Unique,
     VolumeAnomaly,
-    checks_of,
 )
-from mesh_assets.factory.sql import rewrite_tables
-from mesh_assets.spec.model import ExternalTable, Output
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.delta import is_delta_table
-from mesh_assets.storage.partitions import PartitionRange, step
 
 PK = "__mesh_partition"
 SAMPLE_ROWS = 5
@@ -92,10 +92,9 @@ class Audit:
     counts: dict[str, int]
 
 
-def partition_key(table: Output | ExternalTable, part: PartitionRange) -> Column:
+def partition_key(table: Table, part: PartitionRange) -> Column:
     """The partition key of each row, as Dagster spells it."""
-    fmt = "yyyy-MM-dd" if part.kind == "daily" else "yyyy-MM-dd-HH:mm"
-    return F.date_format(table.partition_column, fmt)
+    return F.date_format(table.partition_column, part.grain.spark_pattern)
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
@@ -106,16 +105,16 @@ class _Evaluation:
     def __init__(
         self,
         spark: SparkSession,
-        output: Output | ExternalTable,
+        table: Table,
         staged: DataFrame,
         part: PartitionRange | None,
         location: str | None,
         checks: list[CheckSpec],
     ):
-        self.spark, self.output, self.part, self.location = spark, output, part, location
+        self.spark, self.table, self.part, self.location = spark, table, part, location
         self.keys = part.keys() if part else [UNPARTITIONED]
         self.rows = staged
-        self.staged = staged.withColumn(PK, partition_key(output, part) if part else F.lit(UNPARTITIONED))
+        self.staged = staged.withColumn(PK, partition_key(table, part) if part else F.lit(UNPARTITIONED))
         case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false") == "true"
         self.errors: dict[CheckSpec, str] = {
             c: error for c in checks if (error := missing_columns(c, staged.columns, case_sensitive))
@@ -195,7 +194,7 @@ class _Evaluation:
         error = self.errors.get(check)
         if error is None:
             try:
-                return getattr(self, f"_{check.kind}")(check)
+                return HANDLERS[type(check)](self, check)
             except PySparkException as exc:
                 error = spark_error(exc)
         return [self.outcome(check, k, False, error=error) for k in self.keys]
@@ -203,15 +202,9 @@ class _Evaluation:
     def _row_check(self, check: CheckSpec) -> list[CheckOutcome]:
         return self._outcomes(check, self.staged.where(self.row_checks[check]), self._failing[check])
 
-    def _not_null(self, check: NotNull) -> list[CheckOutcome]:
-        return self._row_check(check)
-
     def _unique(self, check: Unique) -> list[CheckOutcome]:
         dups = self.staged.groupBy(PK, *check.keys).count().where(F.col("count") > 1)
         return self.failing(check, dups.withColumnRenamed("count", "copies"), weight="copies")
-
-    def _accepted_values(self, check: AcceptedValues) -> list[CheckOutcome]:
-        return self._row_check(check)
 
     def _sql(self, check: SqlAssertion) -> list[CheckOutcome]:
         """Every row the query returns over the staged rows fails: per partition when it carries the
@@ -220,8 +213,8 @@ class _Evaluation:
         self.rows.createOrReplaceTempView(view)
         try:
             failing = self.spark.sql(rewrite_tables(check.sql, {(None, "staged"): view}))
-            if self.part is not None and self.output.partition_column in failing.columns:
-                return self.failing(check, failing.withColumn(PK, partition_key(self.output, self.part)))
+            if self.part is not None and self.table.partition_column in failing.columns:
+                return self.failing(check, failing.withColumn(PK, partition_key(self.table, self.part)))
             total = failing.count()
             rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()]
             return [self.outcome(check, k, total == 0, failing_rows=total, sample=rows) for k in self.keys]
@@ -262,14 +255,14 @@ class _Evaluation:
     def _published_counts(self, trailing: int) -> dict[str, int]:
         if self.part is None or self.location is None or not is_delta_table(self.spark, self.location):
             return {}
-        first = self.part.start - trailing * step(self.part.kind)
-        lo, hi = self.part.literal(first), self.part.literal(self.part.end)
+        grain = self.part.grain
+        assert grain.step is not None
+        lo, hi = grain.literal(self.part.start - trailing * grain.step), grain.literal(self.part.end)
         published = self.spark.read.format("delta").load(self.location)
-        column = F.col(self.output.partition_column)
-        fmt = "yyyy-MM-dd" if self.part.kind == "daily" else "yyyy-MM-dd-HH:mm"
+        column = F.col(self.table.partition_column)
         rows = (
             published.where(column.between(F.lit(lo), F.lit(hi)))
-            .groupBy(F.date_format(column, fmt).alias("k"))
+            .groupBy(F.date_format(column, grain.spark_pattern).alias("k"))
             .count()
             .collect()
         )
@@ -277,58 +270,51 @@ class _Evaluation:
         return {r["k"]: r["count"] for r in rows if r["k"] not in in_run}
 
     def _schema_contract(self, check: SchemaContract) -> list[CheckOutcome]:
-        drift = schema_drift(self.output, self.rows)
+        drift = schema_drift(self.table.contract, self.table.partition_column, self.rows)
         return [self.outcome(check, k, not drift, detail={"drift": drift}) for k in self.keys]
 
 
-def schema_drift(output: Output | ExternalTable, df: DataFrame) -> list[str]:
-    """Column-by-column differences between the output's contract and ``df``'s schema."""
-    if output.contract is None:
-        return []
-    actual = {f.name: f for f in df.schema.fields}
-    drift = []
-    for column in output.contract:
-        found = actual.get(column.name)
-        if found is None:
-            drift.append(f"column {column.name} is missing")
-        elif found.dataType.simpleString() != column.type.lower():
-            drift.append(f"column {column.name} is {found.dataType.simpleString()}, contract says {column.type}")
-        elif not column.nullable and found.nullable:
-            drift.append(f"column {column.name} is nullable, contract says not null")
-    declared = {c.name for c in output.contract} | {output.partition_column}
-    drift += [f"column {name} is not in the contract" for name in actual if name not in declared]
-    return drift
+HANDLERS: dict[type, Callable[[_Evaluation, Any], list[CheckOutcome]]] = {
+    NotNull: _Evaluation._row_check,
+    AcceptedValues: _Evaluation._row_check,
+    Unique: _Evaluation._unique,
+    SqlAssertion: _Evaluation._sql,
+    RowCount: _Evaluation._row_count,
+    VolumeAnomaly: _Evaluation._volume_anomaly,
+    SchemaContract: _Evaluation._schema_contract,
+}
+"""How each kind of check judges the staged rows (``freshness`` is Dagster's: it never runs here)."""
 
 
 def audit(
     spark: SparkSession,
-    output: Output | ExternalTable,
+    table: Table,
     staged: DataFrame,
     part: PartitionRange | None,
     location: str | None = None,
     checks: Iterable[CheckSpec] | None = None,
 ) -> Audit:
-    """Every check of ``output`` (or ``checks``) on ``staged``, and its rows per partition key.
+    """Every check of ``table`` (or ``checks``) on ``staged``, and its rows per partition key.
 
     The counts come from the same tally as the row checks, and include keys outside ``part`` if the data has
     rows there, so the writer can refuse them by name.
     """
-    selected = list(checks if checks is not None else checks_of(output))
-    evaluation = _Evaluation(spark, output, staged, part, location, selected)
+    selected = list(checks if checks is not None else table.checks)
+    evaluation = _Evaluation(spark, table, staged, part, location, selected)
     counts = evaluation.counts()
     return Audit([o for check in selected for o in evaluation.run(check)], counts)
 
 
 def evaluate(
     spark: SparkSession,
-    output: Output | ExternalTable,
+    table: Table,
     staged: DataFrame,
     part: PartitionRange | None,
     location: str | None = None,
     checks: Iterable[CheckSpec] | None = None,
 ) -> list[CheckOutcome]:
-    """Every check of ``output`` on ``staged``, one outcome per check and partition."""
-    return audit(spark, output, staged, part, location, checks).outcomes
+    """Every check of ``table`` on ``staged``, one outcome per check and partition."""
+    return audit(spark, table, staged, part, location, checks).outcomes
 
 
 def failed_partitions(outcomes: Iterable[CheckOutcome]) -> dict[str | None, list[CheckOutcome]]:

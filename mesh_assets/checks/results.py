@@ -5,35 +5,65 @@ Loaded with the definitions, so it leaves the Spark-side evaluation module to th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 
-from mesh_assets.checks.spec import checks_of
+from mesh_assets.compat import AssetCheckEvaluationTargetMaterializationData
+from mesh_assets.graph.resolve import Table
 
 if TYPE_CHECKING:
     from mesh_assets.checks.evaluate import CheckOutcome
-    from mesh_assets.spec.model import ExternalTable, Output
 
 
-def check_specs(
-    key: dg.AssetKey, table: Output | ExternalTable, part_def: dg.PartitionsDefinition | None
-) -> list[dg.AssetCheckSpec]:
+def check_specs(table: Table) -> list[dg.AssetCheckSpec]:
     """One Dagster check per declared check, partitioned like its table, blocking when its severity is error."""
+    part_def = table.partitions_def
     return [
         dg.AssetCheckSpec(
             c.check_name,
-            asset=key,
+            asset=table.key,
             blocking=c.blocking,
             partitions_def=part_def,
             description=f"{c.kind} ({c.severity})",
             metadata={"mesh/check": c.model_dump_json()},
         )
-        for c in checks_of(table)
+        for c in table.checks
     ]
+
+
+def target_of(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The latest materialization of ``key``'s ``partition``: what a check result judged, so it counts as
+    current for that partition (in the UI and for consumers)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1
+    ).records
+    return _target(records[0]) if records else None
+
+
+def run_targets(
+    instance: dg.DagsterInstance, key: dg.AssetKey, run_id: str, partitions: Iterable[str | None]
+) -> dict[str | None, AssetCheckEvaluationTargetMaterializationData]:
+    """The materializations run ``run_id`` just recorded of ``partitions``, so its check results target them."""
+    partitions = list(partitions)
+    keyed = [p for p in partitions if p is not None]
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=keyed or None), limit=max(1, len(partitions))
+    ).records
+    out: dict[str | None, AssetCheckEvaluationTargetMaterializationData] = {}
+    for record in records:
+        if record.partition_key not in out and record.run_id == run_id:
+            out[record.partition_key] = _target(record)
+    return out
+
+
+def _target(record: Any) -> AssetCheckEvaluationTargetMaterializationData:
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+    )
 
 
 def evaluation(

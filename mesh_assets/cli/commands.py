@@ -12,10 +12,10 @@ import dagster as dg
 from rich.console import Console
 from rich.table import Table
 
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.graph.validate import validate
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.validate import validate
 
 if TYPE_CHECKING:
     from mesh_assets.backfill import BackfillPlan
@@ -101,9 +101,9 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.definitions import mesh_definitions
     from mesh_assets.demo.run import DEMO_START, run_demo
     from mesh_assets.engine.resource import MeshResource
-    from mesh_assets.factory.definitions import mesh_definitions
 
     defs = mesh_definitions()
     with persistent_instance() as instance:
@@ -141,29 +141,26 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
-    domains = load_all(get_settings().domains_dir)
-    catalog = Catalog(domains)
+    graph = MeshGraph(load_all(get_settings().domains_dir))
     table = Table(title="Data products")
     for column in ("domain", "product", "table", "owner", "published", "partitioning", "kind"):
         table.add_column(column)
-    edges = []
-    for info in sorted(catalog.tables.values(), key=lambda i: (i.domain, i.product, i.table)):
+    for info in sorted(graph.tables.values(), key=lambda i: (i.domain, i.product, i.name)):
         table.add_row(
             info.domain,
             info.product,
-            info.table,
+            info.name,
             info.owner,
             "yes" if info.published else "no",
-            info.partitioning,
-            "external" if info.external else "product",
+            info.grain.name,
+            info.kind.value,
         )
-    for specs in domains.values():
-        for product in specs.products:
-            for t in product.transformations:
-                for inp in t.inputs.values():
-                    domain, name = inp.ref(product.domain)
-                    if domain != product.domain:
-                        edges.append(f"{domain}.{name} -> {product.domain}.{t.output.table}")
+    edges = [
+        f"{read.table.ref} -> {node.table.ref}"
+        for node in graph.nodes.values()
+        for read in node.reads
+        if read.table.domain != node.domain
+    ]
     console.print(table)
     console.print("Cross-domain edges:" if edges else "No cross-domain edges.")
     for edge in sorted(edges):
@@ -216,7 +213,7 @@ def plan_and_launch(
     """Plan over the whole mesh's asset graph and what the instance has published, print the plan (and what it
     leaves out), and (unless ``--dry-run``) launch it as one backfill."""
     from mesh_assets.backfill import BackfillError, launch_backfill
-    from mesh_assets.factory.definitions import mesh_definitions
+    from mesh_assets.definitions import mesh_definitions
 
     graph = mesh_definitions().resolve_asset_graph()
     with persistent_instance() as instance:

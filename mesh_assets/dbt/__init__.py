@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mesh_assets.dbt.assets import DbtRunConfig, build_dbt_assets, dbt_definitions, dbt_resource
+    from mesh_assets.dbt.assets import DbtRunConfig, build_dbt_assets, dbt_resource
     from mesh_assets.dbt.catalog import dbt_tables
     from mesh_assets.dbt.project import mesh_dbt_project, prepare
     from mesh_assets.dbt.translator import MeshDbtTranslator
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 _MODULES = {
     "DbtRunConfig": "assets",
     "build_dbt_assets": "assets",
-    "dbt_definitions": "assets",
     "dbt_resource": "assets",
     "dbt_tables": "catalog",
     "mesh_dbt_project": "project",
@@ -30,7 +29,6 @@ __all__ = [
     "DbtRunConfig",
     "MeshDbtTranslator",
     "build_dbt_assets",
-    "dbt_definitions",
     "dbt_resource",
     "dbt_tables",
     "mesh_dbt_project",

@@ -22,18 +22,16 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from mesh_assets.automation.sensors import automation_sensor
 from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import scoped_conf
-from mesh_assets.factory.definitions import RUN_EXECUTOR
-from mesh_assets.factory.partitions import partitions_def
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.names import check_identifier
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.names import check_identifier
-from mesh_assets.storage.partitions import PartitionRange
 from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"
@@ -81,15 +79,15 @@ def unready_models(context: dg.AssetExecutionContext) -> dict[dg.AssetKey, dict[
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
-    from mesh_assets.factory.readiness import unready
-    from mesh_assets.spec.catalog import Catalog
-    from mesh_assets.spec.discovery import load_all
-    from mesh_assets.spec.model import Input
+    from mesh_assets.graph.discovery import load_all
+    from mesh_assets.graph.resolve import MeshGraph
+    from mesh_assets.model.product import Input
+    from mesh_assets.run.readiness import unready
 
-    catalog = Catalog(load_all(get_settings().domains_dir), dbt_tables())
+    catalog = MeshGraph(load_all(get_settings().domains_dir), dbt_tables())
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
-    part = PartitionRange.from_keys("daily", rng.start, rng.end)
+    part = PartitionRange.from_keys(Grain.DAILY, rng.start, rng.end)
     out: dict[dg.AssetKey, dict[str | None, list[str]]] = {}
     for key in sorted(context.selected_asset_keys):
         reads = []
@@ -126,7 +124,7 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
             project=project,
             name="dbt_models",
             dagster_dbt_translator=translator,
-            partitions_def=partitions_def("daily", DBT_START),
+            partitions_def=Grain.DAILY.partitions_def(DBT_START),
             backfill_policy=dg.BackfillPolicy.single_run(),
             pool=DBT_POOL,
         )
@@ -179,16 +177,4 @@ def dbt_resource(project: DbtProject | None = None) -> DbtCliResource:
         profiles_dir=str(project.profiles_dir),
         target=project.target,
         dbt_executable=str(venv_dbt) if venv_dbt.exists() else "dbt",
-    )
-
-
-def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
-    """The dbt domain's code location: its dbt assets (with checks), their automation, Mesh and dbt."""
-    models = build_dbt_assets(project, manifest_path)
-    domains = sorted({key.path[0] for key in models.keys})
-    return dg.Definitions(
-        assets=[models],
-        sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
-        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
-        executor=RUN_EXECUTOR,
     )

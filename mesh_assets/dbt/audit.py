@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mesh_assets.dbt.compiled import DbtModel, DbtTest
-from mesh_assets.factory.sql import rewrite_tables, view_name
+from mesh_assets.graph.queries import rewrite_tables, view_name
 
 SAMPLE_ROWS = 5
 PK = "__mesh_partition"

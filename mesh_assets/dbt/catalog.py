@@ -1,28 +1,29 @@
 """dbt models as Mesh catalog entries, so Python and SQL products can declare them as inputs.
 
-``Catalog`` only discovers Python/YAML products; ``dbt_tables()`` reads the prepared manifest and returns
-one :class:`TableInfo` per persisted dbt model, keyed ``(domain, model)`` like the dbt assets.
+Discovery finds only Python/YAML products; ``dbt_tables()`` reads the prepared manifest and returns one
+:class:`~mesh_assets.graph.resolve.Table` per persisted dbt model, keyed ``(domain, model)`` like the dbt
+assets, for the graph to resolve.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
-from mesh_assets.spec.catalog import TableInfo
+from mesh_assets.graph.resolve import Table, TableKind
+from mesh_assets.model.grain import Grain
 
 PERSISTED = {"incremental", "table"}
 
 
-def _partitioning(config: dict[str, Any]) -> tuple[str, str]:
+def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     column = partition_column(config)
     if column and config.get("materialized") == "incremental":
-        return "daily", column
-    return "none", "p_date"
+        return Grain.DAILY, column
+    return Grain.NONE, "p_date"
 
 
 def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
@@ -49,8 +50,8 @@ def _inputs(manifest: dict[str, Any], node: dict[str, Any]) -> tuple[tuple[str, 
     return tuple(out)
 
 
-def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]:
-    """Every persisted dbt model as a TableInfo (``published`` from its meta; start date of the dbt assets)."""
+def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[Table]:
+    """Every persisted dbt model as a Table (``published`` from its meta; start date of the dbt assets)."""
     if not isinstance(manifest, dict):
         manifest = load_manifest(manifest)
     root = project_dir()
@@ -60,23 +61,23 @@ def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[TableInfo]
         if node["resource_type"] != "model" or config.get("materialized") not in PERSISTED:
             continue
         meta = node_meta(node)
-        partitioning, column = _partitioning(config)
+        grain, column = _partitioning(config)
         domain = model_domain(node)
-        fields = dict(
-            domain=domain,
-            table=node["alias"] or node["name"],
-            product=str(meta.get("product") or domain),
-            owner=str(meta.get("owner") or ""),
-            published=bool(meta.get("published", False)),
-            partitioning=partitioning,  # type: ignore[arg-type]
-            partition_column=column,
-            external=False,
-            start_date=date.fromisoformat(str(meta["start_date"])) if meta.get("start_date") else DBT_START,
-            source_file=root / node["original_file_path"],
-            line=None,
-            blocking_checks=blocking_tests(manifest, node["unique_id"]),
-            inputs=_inputs(manifest, node),
+        out.append(
+            Table(
+                domain=domain,
+                name=node["alias"] or node["name"],
+                product=str(meta.get("product") or domain),
+                owner=str(meta.get("owner") or ""),
+                published=bool(meta.get("published", False)),
+                grain=grain,
+                partition_column=column,
+                kind=TableKind.DBT,
+                start_date=date.fromisoformat(str(meta["start_date"])) if meta.get("start_date") else DBT_START,
+                source_file=root / node["original_file_path"],
+                line=None,
+                blocking_checks=blocking_tests(manifest, node["unique_id"]),
+                inputs=_inputs(manifest, node),
+            )
         )
-        known = {f.name for f in dataclasses.fields(TableInfo)}
-        out.append(TableInfo(**{k: v for k, v in fields.items() if k in known}))
-    return sorted(out, key=lambda i: (i.domain, i.table))
+    return sorted(out, key=lambda i: (i.domain, i.name))

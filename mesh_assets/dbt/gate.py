@@ -21,8 +21,9 @@ from sqlglot.errors import ParseError
 
 from mesh_assets.dbt.audit import TestOutcome, audit
 from mesh_assets.dbt.compiled import DbtModel
-from mesh_assets.spec.queries import NotAQuery, parse_query
-from mesh_assets.storage.partitions import PartitionRange, parse_key
+from mesh_assets.graph.queries import NotAQuery, parse_query
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, partition_counts, stage
 
@@ -149,7 +150,7 @@ def gate_model(
             total = None if counts is None else {"*": sum(counts.values())}
             run.result = commit(spark, staged, location, partition_column=None, partitions=None, counts=total, **info)
         else:
-            values = [parse_key(k, "daily") for k in publish] if len(publish) < len(keys) else None
+            values = [Grain.DAILY.parse(k) for k in publish] if len(publish) < len(keys) else None
             run.result = commit(
                 spark, staged, location, partition_column=column, partitions=part, publish=values, counts=counts, **info
             )

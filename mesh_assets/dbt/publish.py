@@ -13,12 +13,14 @@ from typing import Any
 
 import dagster as dg
 
+from mesh_assets.checks.results import run_targets
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun, gate_model
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.assets import _targets, table_schema
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.record import table_schema
 
 
 def _evaluation(outcome: TestOutcome, target: Any) -> dg.AssetCheckEvaluation:
@@ -78,7 +80,7 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
                 asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
             )
     judged = [k for k in run.keys if k not in run.withheld] if result is not None else []
-    targets = _targets(context, key, judged) if judged else {}
+    targets = run_targets(context.instance, key, context.run.run_id, judged) if judged else {}
     for outcome in run.outcomes:
         context.log_event(_evaluation(outcome, targets.get(outcome.partition)))
     if run.withheld:
@@ -101,7 +103,7 @@ def publish_models(
 
     ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready."""
     keys = context.partition_key_range
-    part = PartitionRange.from_keys("daily", keys.start, keys.end)
+    part = PartitionRange.from_keys(Grain.DAILY, keys.start, keys.end)
     window = f"{keys.start}..{keys.end}"
     runs: dict[str, ModelRun] = {}
     for model in models:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-from mesh_assets.storage.partitions import midnight, utc
+from mesh_assets.model.grain import midnight, utc
 
 CITIES = ("barcelona", "madrid", "milan", "lisbon")
 DISHES = ("pizza", "ramen", "burger", "salad", "tacos", "curry", "poke", "falafel")

@@ -8,7 +8,8 @@ from datetime import date, datetime, timedelta
 from pyspark.sql import SparkSession
 
 from mesh_assets.demo import generator
-from mesh_assets.storage.partitions import PartitionRange, utc
+from mesh_assets.model.grain import Grain, utc
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 
@@ -31,7 +32,7 @@ def land_food_delivery(spark: SparkSession, registry: TableRegistry, days: Itera
 
 def land_raw_orders(spark: SparkSession, registry: TableRegistry, first: date, last: date, rows: list[tuple]) -> None:
     """Replace the days ``first``..``last`` of ``food_delivery.raw_orders`` with ``rows`` in one commit."""
-    rng = PartitionRange.from_keys("daily", first.isoformat(), last.isoformat())
+    rng = PartitionRange.from_keys(Grain.DAILY, first.isoformat(), last.isoformat())
     (
         spark.createDataFrame(rows, generator.RAW_ORDERS_SCHEMA)
         .write.format("delta")
@@ -79,7 +80,7 @@ def land_raw_order_events(
     spark: SparkSession, registry: TableRegistry, first: datetime, last: datetime, rows: list[tuple]
 ) -> None:
     """Replace the hours ``first``..``last`` of ``central.raw_order_events`` with ``rows`` in one commit."""
-    rng = PartitionRange("hourly", first, last)
+    rng = PartitionRange(Grain.HOURLY, first, last)
     (
         spark.createDataFrame(rows, generator.RAW_ORDER_EVENTS_SCHEMA)
         .coalesce(1)  # one file per hour, not one per hour and task: an hour holds a few dozen rows
@@ -94,7 +95,7 @@ def land_raw_order_events(
 def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
     """Write Google Search Console's daily exports for ``days`` into ``growth`` in one commit."""
     days = sorted(days)
-    rng = PartitionRange.from_keys("daily", days[0].isoformat(), days[-1].isoformat())
+    rng = PartitionRange.from_keys(Grain.DAILY, days[0].isoformat(), days[-1].isoformat())
     rows = [row for day in days for row in generator.google_search_console(day, seed)]
     (
         spark.createDataFrame(rows, generator.GOOGLE_SEARCH_CONSOLE_SCHEMA)

@@ -9,9 +9,14 @@ there is no JVM handle and capture returns ``None`` (unknown), never a guess.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
+
+if TYPE_CHECKING:
+    from mesh_assets.graph.resolve import Node
+    from mesh_assets.storage.tables import TableRegistry
 
 
 def normalize(path: str) -> str:
@@ -67,3 +72,26 @@ def table_name(location: str, warehouse: str) -> str:
     rest = path[len(root) + 1 :] if path.startswith(root + "/") else ""
     parts = rest.split("/")
     return ".".join(parts) if len(parts) == 2 and all(parts) else location
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a computation read, from Spark's plan: every location, and those it does not declare."""
+
+    locations: list[str] | None
+    undeclared: tuple[str, ...] = ()
+    undeclared_names: tuple[str, ...] = ()
+
+    def as_fields(self) -> dict[str, Any]:
+        return {"reads": self.locations, "undeclared_reads": self.undeclared, "undeclared_names": self.undeclared_names}
+
+
+def observed_reads(df: DataFrame, node: Node, registry: TableRegistry, log: Any) -> Reads:
+    """The tables ``df`` reads; one warning in the run's log when it reads one ``node`` does not declare."""
+    reads = read_locations(df)
+    declared = [registry.location(r.table.domain, r.table.name) for r in node.reads]
+    undeclared = tuple(undeclared_reads(reads, declared, registry.location(node.domain, node.table.name)))
+    names = tuple(table_name(p, registry.warehouse) for p in undeclared)
+    if undeclared:
+        log.warning(f"{node.table.ref} read tables it does not declare as inputs: {', '.join(names)}")
+    return Reads(reads, undeclared, names)

@@ -15,9 +15,9 @@ from mesh_assets.lineage.events import RunDescription, build_event
 if TYPE_CHECKING:
     from mesh_assets.checks.evaluate import CheckOutcome
     from mesh_assets.engine.resource import MeshResource
-    from mesh_assets.factory.compute import RunOutcome
-    from mesh_assets.spec.catalog import Catalog
-    from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
+    from mesh_assets.graph.resolve import Node
+    from mesh_assets.lineage.capture import Reads
+    from mesh_assets.storage.writer import WriteResult
 
 
 def assertion(outcome: CheckOutcome) -> dq.Assertion:
@@ -41,44 +41,32 @@ class ProductLineage:
     def __init__(self, description: RunDescription):
         self.description = description
 
-    def record(self, outcome: RunOutcome) -> None:
+    def record(self, reads: Reads, outcomes: list[CheckOutcome], result: WriteResult | None) -> None:
         d = self.description
-        d.reads = outcome.reads
-        d.undeclared = list(outcome.undeclared_reads)
-        d.undeclared_names = list(outcome.undeclared_names)
-        d.assertions = [assertion(o) for o in outcome.outcomes]
-        if outcome.result is not None:
-            d.rows = outcome.result.rows
-            d.schema = [(f.name, f.dataType.simpleString()) for f in outcome.result.schema.fields]
+        d.reads = reads.locations
+        d.undeclared = list(reads.undeclared)
+        d.undeclared_names = list(reads.undeclared_names)
+        d.assertions = [assertion(o) for o in outcomes]
+        if result is not None:
+            d.rows = result.rows
+            d.schema = [(f.name, f.dataType.simpleString()) for f in result.schema.fields]
 
 
-def describe_run(
-    context: dg.AssetExecutionContext,
-    mesh: MeshResource,
-    product: DataProduct,
-    t: PySparkTransformation | SqlTransformation,
-    catalog: Catalog,
-    sql: str | None,
-) -> RunDescription:
+def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> RunDescription:
     registry = mesh.registry
-    declared = [
-        registry.location(*inp.ref(product.domain))
-        for inp in t.inputs.values()
-        if catalog.get(*inp.ref(product.domain))
-    ]
+    declared = [registry.location(r.table.domain, r.table.name) for r in node.reads]
     partitions = None
     if context.has_partition_key or context.has_partition_key_range:
         rng = context.partition_key_range
-        kind = "hourly" if len(rng.start) > 10 else "daily"
-        partitions = (kind, rng.start, rng.end, list(context.partition_keys))
+        partitions = (node.table.grain.name, rng.start, rng.end, list(context.partition_keys))
     return RunDescription(
-        domain=product.domain,
-        table=t.output.table,
+        domain=node.domain,
+        table=node.table.name,
         dagster_run_id=context.run.run_id,
         dagster_job=context.run.job_name,
-        output_location=registry.location(product.domain, t.output.table),
+        output_location=registry.location(node.domain, node.table.name),
         declared_inputs=declared,
-        sql=sql,
+        sql=node.sql.strip() if node.sql is not None else None,
         partitions=partitions,
         engine_version=_spark_version(),
     )
@@ -92,21 +80,14 @@ def _spark_version() -> str | None:
 
 
 @contextmanager
-def product_lineage(
-    context: dg.AssetExecutionContext,
-    mesh: MeshResource,
-    product: DataProduct,
-    t: PySparkTransformation | SqlTransformation,
-    catalog: Catalog,
-    sql: str | None = None,
-) -> Iterator[ProductLineage]:
+def product_lineage(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[ProductLineage]:
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises."""
     try:
         client = make_client()
     except ValueError as exc:
         context.log.warning(f"OpenLineage disabled for this run: {exc}")
         client = None
-    lineage = ProductLineage(describe_run(context, mesh, product, t, catalog, sql))
+    lineage = ProductLineage(describe_run(context, mesh, node))
     warn = context.log.warning
     emit(client, build_event("START", lineage.description), warn)
     try:

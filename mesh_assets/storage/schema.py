@@ -10,6 +10,7 @@ those: it rewrites the whole table with the new schema in one commit (``overwrit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -17,8 +18,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from mesh_assets.spec.model import SchemaPolicy
-from mesh_assets.storage.partitions import Kind, PartitionRange, format_key
+from mesh_assets.model.grain import Grain, midnight
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import SchemaPolicy
 
 
 @dataclass(frozen=True)
@@ -118,12 +120,12 @@ def write_options(name: str, change: SchemaChange, rule: SchemaRule) -> dict[str
     raise refusal(name, change, rule)
 
 
-def bound_key(value: date | datetime, kind: Kind) -> str:
+def bound_key(value: date | datetime, grain: Grain) -> str:
     """A partition column's value as its partition key. PySpark hands a timestamp to Python as the process's
     local wall-clock time, so it is turned back into UTC first."""
     if isinstance(value, datetime):
-        return format_key(value.astimezone(UTC).replace(tzinfo=None), kind)
-    return format_key(datetime.combine(value, datetime.min.time()), kind)
+        return grain.key(value.astimezone(UTC))
+    return grain.key(midnight(value))
 
 
 def check_rebuild_covers(
@@ -135,8 +137,8 @@ def check_rebuild_covers(
     lo, hi = spark.read.format("delta").load(location).agg(F.min(column), F.max(column)).first()
     if lo is None:
         return
-    held = bound_key(lo, partitions.kind), bound_key(hi, partitions.kind)
-    first, last = format_key(partitions.start, partitions.kind), format_key(partitions.end, partitions.kind)
+    held = bound_key(lo, partitions.grain), bound_key(hi, partitions.grain)
+    first, last = partitions.grain.key(partitions.start), partitions.grain.key(partitions.end)
     if first <= held[0] and held[1] <= last:
         return
     raise SchemaChangeRefused(
@@ -160,3 +162,14 @@ def schema_options(
         check_rebuild_covers(spark, location, name, partition_column, partitions)
     published = spark.read.format("delta").load(location).schema
     return write_options(name, compare(published, staged), rule)
+
+
+REBUILD_TAG = "mesh/rebuild"
+
+
+def rebuild_requested(tags: Mapping[str, str]) -> bool:
+    """Whether a run's tags ask for a rebuild; a value other than ``true`` or ``false`` is refused."""
+    value = tags.get(REBUILD_TAG, "false").strip().lower()
+    if value not in {"true", "false"}:
+        raise ValueError(f"tag {REBUILD_TAG} must be 'true' or 'false', not {tags[REBUILD_TAG]!r}")
+    return value == "true"

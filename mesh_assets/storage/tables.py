@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from mesh_assets.spec.names import check_identifier
+from mesh_assets.model.names import check_identifier
 from mesh_assets.storage.delta import is_delta_table
 
 

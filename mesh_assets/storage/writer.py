@@ -14,7 +14,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 
 from delta import exceptions as delta_errors
 from pyspark import StorageLevel
@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from mesh_assets.spec.names import check_identifier
+from mesh_assets.model.names import check_identifier
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.delta import committed_version, version_or_none
-from mesh_assets.storage.partitions import PartitionRange, format_key, step, timestamp_text
 from mesh_assets.storage.schema import ADDITIVE, SchemaRule, schema_options
 
 CONFLICTS = (
@@ -55,25 +55,15 @@ class WriteResult:
     schema: StructType
 
 
-def _sql_literal(value: date | datetime) -> str:
-    """A validated date/timestamp as a SQL literal; only typed values reach here, never user text. A timestamp
-    carries its zone (UTC), so it names the same instant whatever the session's zone."""
-    if isinstance(value, datetime):
-        return f"TIMESTAMP'{timestamp_text(value)}'"
-    if isinstance(value, date):
-        return f"DATE'{value:%Y-%m-%d}'"
-    raise TypeError(f"partition bound must be a date or datetime, got {type(value).__name__}")
-
-
 def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[datetime] | None = None) -> str:
     """The ``replaceWhere`` predicate (Delta accepts only a SQL string here) for a range or a subset of it."""
     col = check_identifier(column)
     values = sorted(only) if only is not None else partitions.values()
-    contiguous = all(b - a == step(partitions.kind) for a, b in itertools.pairwise(values))
+    grain = partitions.grain
+    contiguous = all(b - a == grain.step for a, b in itertools.pairwise(values))
     if contiguous and values:
-        lo, hi = partitions.literal(values[0]), partitions.literal(values[-1])
-        return f"`{col}` >= {_sql_literal(lo)} AND `{col}` <= {_sql_literal(hi)}"
-    return f"`{col}` IN ({', '.join(_sql_literal(partitions.literal(v)) for v in values)})"
+        return f"`{col}` >= {grain.sql_literal(values[0])} AND `{col}` <= {grain.sql_literal(values[-1])}"
+    return f"`{col}` IN ({', '.join(grain.sql_literal(v) for v in values)})"
 
 
 def failure_cause(exc: BaseException) -> str:
@@ -151,8 +141,7 @@ def stage(df: DataFrame) -> DataFrame:
 def partition_counts(staged: DataFrame, column: str, partitions: PartitionRange) -> dict[str, int]:
     """Rows per partition key, every key of ``partitions`` included (a job; pass known counts to skip it)."""
     counts = {k: 0 for k in partitions.keys()}
-    fmt = "yyyy-MM-dd" if partitions.kind == "daily" else "yyyy-MM-dd-HH:mm"
-    for row in staged.groupBy(F.date_format(column, fmt).alias("k")).count().collect():
+    for row in staged.groupBy(F.date_format(column, partitions.grain.spark_pattern).alias("k")).count().collect():
         counts[row["k"]] = row["count"]
     return counts
 
@@ -194,7 +183,7 @@ def commit(
     keys: list[str] = []
     if partitions is not None and partition_column is not None:
         chosen = list(publish) if publish is not None else partitions.values()
-        keys = sorted(format_key(v, partitions.kind) for v in chosen)
+        keys = sorted(partitions.grain.key(v) for v in chosen)
         known = counts if counts is not None else partition_counts(staged, partition_column, partitions)
         published = {k: known.get(k, 0) for k in keys}
         if not chosen:

@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ class Rel:
         return self.spark.createDataFrame([(i, payload, d) for i in ids], SCHEMA)
 
     def land(self, day: str, ids: Iterable[int | None], payload: str) -> None:
-        rng = PartitionRange.from_keys("daily", day, day)
+        rng = PartitionRange.from_keys(Grain.DAILY, day, day)
         self.frame(day, ids, payload).coalesce(1).write.format("delta").mode("overwrite").partitionBy("p_date").option(
             "replaceWhere", replace_predicate("p_date", rng)
         ).save(self.location("raw_events"))

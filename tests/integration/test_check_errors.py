@@ -17,7 +17,8 @@ from delta.tables import DeltaTable
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
@@ -45,7 +46,7 @@ class World:
             df.write.format("delta")
             .mode("overwrite")
             .partitionBy("p_date")
-            .option("replaceWhere", replace_predicate("p_date", PartitionRange.from_keys("daily", day, day)))
+            .option("replaceWhere", replace_predicate("p_date", PartitionRange.from_keys(Grain.DAILY, day, day)))
             .save(self.mesh.registry.location("ce", table))
         )
         self.cursors = observe_now(self.defs, self.instance, self.mesh, self.cursors)  # and its check run

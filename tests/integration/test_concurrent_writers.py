@@ -24,8 +24,8 @@ import dagster as dg
 import pytest
 from reliability import FIXTURE, Gate, Rel, step_window, subprocess_env, wait_for
 
+from mesh_assets.assets.specs import table_pool
 from mesh_assets.cli.commands import instance_yaml
-from mesh_assets.factory.assets import table_pool
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -23,7 +23,8 @@ from reliability import FIXTURE, Gate, Rel, failure_message, subprocess_env, wai
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
@@ -313,7 +314,7 @@ def small_disk(spark, tmp_path) -> Iterator[Path]:
 
 def land_big_day(rel: Rel, day: str, rows: int) -> None:
     """A day of incompressible rows (a few MB of Parquet): more than the write below has room for."""
-    rng = PartitionRange.from_keys("daily", day, day)
+    rng = PartitionRange.from_keys(Grain.DAILY, day, day)
     big = rel.spark.range(rows).select(
         "id", F.sha2(F.col("id").cast("string"), 512).alias("payload"), F.lit(date.fromisoformat(day)).alias("p_date")
     )

@@ -11,7 +11,7 @@ import pytest
 from mesh_assets import MeshResource
 from mesh_assets.automation.observer import build_observer
 from mesh_assets.demo.landing import ingest_hours, land_raw_order_events
-from mesh_assets.spec.model import DataProduct, ExternalTable
+from mesh_assets.model.product import DataProduct, ExternalTable
 
 pytestmark = pytest.mark.spark
 

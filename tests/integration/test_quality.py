@@ -13,7 +13,8 @@ from delta.tables import DeltaTable
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
@@ -36,7 +37,7 @@ class Quality:
     def land(self, day: str, rows: list[tuple], schema: str = SCHEMA) -> None:
         d = date.fromisoformat(day)
         df = self.spark.createDataFrame([(*r, d) for r in rows], schema)
-        rng = PartitionRange.from_keys("daily", day, day)
+        rng = PartitionRange.from_keys(Grain.DAILY, day, day)
         (
             df.write.format("delta")
             .mode("overwrite")

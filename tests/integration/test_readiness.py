@@ -16,7 +16,8 @@ from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo import generator
 from mesh_assets.demo.landing import land_raw_order_events, land_raw_orders
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
@@ -106,7 +107,7 @@ class Shifted:
         self.spark.createDataFrame(rows, "id bigint, payload string, p_date date").write.format("delta").mode(
             "overwrite"
         ).partitionBy("p_date").option(
-            "replaceWhere", replace_predicate("p_date", PartitionRange.from_keys("daily", day, day))
+            "replaceWhere", replace_predicate("p_date", PartitionRange.from_keys(Grain.DAILY, day, day))
         ).save(self.mesh.registry.location("rel", "raw_events"))
         observe_now(self.defs, self.instance, self.mesh)
 

@@ -15,8 +15,9 @@ import pytest
 from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, mesh_definitions
-from mesh_assets.backfill import REBUILD_TAG, plan_rebuild
+from mesh_assets.backfill import plan_rebuild
 from mesh_assets.demo.run import executable_assets
+from mesh_assets.storage.schema import REBUILD_TAG
 
 pytestmark = pytest.mark.spark
 

@@ -26,7 +26,8 @@ import pytest
 from receiver import json_receiver
 
 from mesh_assets.cli.commands import instance_yaml
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 
@@ -63,7 +64,7 @@ def mesh_process(spark, tmp_path_factory) -> Iterator[MeshProcess]:
     registry = TableRegistry(str(warehouse))
     for day, ids in ((GOOD, [1, 2, 3]), (BAD, [1, None, 3])):
         rows = [(i, "p", date.fromisoformat(day)) for i in ids]
-        rng = PartitionRange.from_keys("daily", day, day)
+        rng = PartitionRange.from_keys(Grain.DAILY, day, day)
         spark.createDataFrame(rows, "id bigint, payload string, p_date date").write.format("delta").mode(
             "overwrite"
         ).partitionBy("p_date").option("replaceWhere", replace_predicate("p_date", rng)).save(

@@ -23,17 +23,18 @@ from pyspark.sql import functions as F
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.checks.evaluate import evaluate, schema_drift
-from mesh_assets.checks.spec import AcceptedValues, NotNull, SqlAssertion, Unique
 from mesh_assets.dbt.assets import window_vars
+from mesh_assets.definitions import build_definitions
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.factory.compute import transform
-from mesh_assets.factory.definitions import build_definitions
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.errors import SpecValidationError
-from mesh_assets.spec.model import Column, DataProduct, Output, SqlTransformation, Window
-from mesh_assets.spec.queries import NotAQuery
-from mesh_assets.storage.partitions import PartitionKeyError, PartitionRange, parse_key
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.queries import NotAQuery
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.model.checks import AcceptedValues, NotNull, SqlAssertion, Unique
+from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.model.grain import Grain, PartitionKeyError
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import Column, DataProduct, Output, SqlTransformation, Window
+from mesh_assets.run.compute import transform
 from mesh_assets.storage.writer import replace_predicate
 
 pytestmark = pytest.mark.spark
@@ -74,7 +75,7 @@ class Site:
         assert self.version(self.registry.location("canary", "victim")) == self.canary_version
 
     def land(self, day: str, payloads: list[str]) -> None:
-        rng = PartitionRange.from_keys("daily", day, day)
+        rng = PartitionRange.from_keys(Grain.DAILY, day, day)
         rows = [(i, p, date.fromisoformat(day)) for i, p in enumerate(payloads)]
         self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("overwrite").partitionBy("p_date").option(
             "replaceWhere", replace_predicate("p_date", rng)
@@ -168,10 +169,10 @@ def test_sql_that_skipped_validation_is_refused_at_run_time(site, sql):
         contacts=[{"kind": "chat", "value": "#rel"}],
         transformations=(SqlTransformation(output=Output(table="rogue"), sql=sql),),
     )
-    part = PartitionRange.from_keys("daily", DAY, DAY)
+    part = PartitionRange.from_keys(Grain.DAILY, DAY, DAY)
     log = SimpleNamespace(warning=print)
     with pytest.raises(NotAQuery):
-        transform(site.spark, site.registry, product, product.transformations[0], Catalog({}), part, log, "run")
+        transform(site.spark, site.registry, product, product.transformations[0], MeshGraph({}), part, log, "run")
 
     staged = site.spark.createDataFrame([(1, date(2021, 6, 3))], "id bigint, p_date date")
     output = Output(table="rogue", checks=(SqlAssertion(sql=sql),))
@@ -234,9 +235,9 @@ def test_contract_types_are_only_compared(site):
 @pytest.mark.parametrize("key", KEYS)
 def test_partition_keys_hours_and_dbt_windows(key):
     with pytest.raises(PartitionKeyError):
-        parse_key(key, "daily")
+        Grain.DAILY.parse(key)
     with pytest.raises(PartitionKeyError):
-        parse_key(key, "hourly")
+        Grain.HOURLY.parse(key)
     with pytest.raises(ValueError):
         window_vars(SimpleNamespace(partition_key_range=dg.PartitionKeyRange(key, DAY)))
 

@@ -26,8 +26,8 @@ from mesh_assets.cli import main as cli
 from mesh_assets.demo import generator
 from mesh_assets.demo.landing import land_central
 from mesh_assets.demo.run import executable_assets
+from mesh_assets.graph.discovery import load_all
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.discovery import load_all
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,8 @@ from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.generator import RAW_ORDERS_SCHEMA, raw_orders
 from mesh_assets.demo.run import executable_assets
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 
@@ -49,7 +50,7 @@ def land(spark: SparkSession, registry: TableRegistry, days: Sequence[date]) -> 
     """Replace ``days`` of ``shop.raw_orders`` with the demo generator's rows, in one commit."""
     days = sorted(days)
     rows = [row for day in days for row in raw_orders(day)]
-    landed = PartitionRange.from_keys("daily", str(days[0]), str(days[-1]))
+    landed = PartitionRange.from_keys(Grain.DAILY, str(days[0]), str(days[-1]))
     (
         spark.createDataFrame(rows, RAW_ORDERS_SCHEMA)
         .write.format("delta")

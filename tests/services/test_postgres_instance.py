@@ -26,9 +26,9 @@ from postgres import DATABASE, USER, Postgres, start_postgres, stop_postgres
 from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource
+from mesh_assets.assets.specs import table_pool
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.backfill import backfill_progress, launch_backfill, plan_backfill
-from mesh_assets.factory.assets import table_pool
 from mesh_assets.settings import get_settings
 from mesh_assets.storage.tables import TableRegistry
 

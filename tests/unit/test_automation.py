@@ -13,12 +13,13 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
+from mesh_assets.assets.outputs import build_output_asset
+from mesh_assets.assets.specs import external_spec
 from mesh_assets.automation.conditions import output_condition
-from mesh_assets.checks.spec import NotNull
-from mesh_assets.factory.assets import build_external_spec, build_output_asset
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import DomainSpecs
-from mesh_assets.spec.model import DataProduct, ExternalTable, Input, Output, PySparkTransformation, Window
+from mesh_assets.graph.discovery import DomainSpecs
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.model.checks import NotNull
+from mesh_assets.model.product import DataProduct, ExternalTable, Input, Output, PySparkTransformation, Window
 
 START = date(2024, 1, 1)
 CLEAN = dg.AssetKey(["up", "clean"])
@@ -85,13 +86,9 @@ def build_defs() -> dg.Definitions:
         "up": DomainSpecs("up", Path("."), [up]),
         "down": DomainSpecs("down", Path("."), [down, latest, timed]),
     }
-    catalog = Catalog(domains)
-    assets: list = [build_external_spec(up, e) for e in up.external]
-    for product in (up, down, latest, timed):
-        for t in product.transformations:
-            assets.append(
-                build_output_asset(product, t, catalog, automation_condition=output_condition(product, t, catalog))
-            )
+    graph = MeshGraph(domains)
+    assets: list = [external_spec(up, t) for t in graph.tables.values() if t.external]
+    assets += [build_output_asset(node, output_condition(node)) for node in graph.nodes.values()]
     return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
 
 

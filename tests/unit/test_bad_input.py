@@ -16,17 +16,17 @@ import dagster as dg
 import pytest
 from zones import local_time_zone
 
+from mesh_assets import definitions
 from mesh_assets.automation.observer import observe
 from mesh_assets.cli import commands, main
-from mesh_assets.factory import definitions
-from mesh_assets.factory.definitions import mesh_definitions
-from mesh_assets.factory.sql import rewrite_tables
+from mesh_assets.definitions import mesh_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.queries import NotAQuery, rewrite_tables
+from mesh_assets.graph.resolve import Table, tables_of
+from mesh_assets.graph.validate import validate
+from mesh_assets.model.errors import SpecError
+from mesh_assets.model.product import DataProduct, ExternalTable
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.errors import SpecError
-from mesh_assets.spec.model import DataProduct, ExternalTable
-from mesh_assets.spec.queries import NotAQuery
-from mesh_assets.spec.validate import validate
 from mesh_assets.storage.tables import TableRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,8 +180,8 @@ def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, 
     assert not warehouse.exists()
 
 
-def _landed(tmp_path: Path, table: ExternalTable) -> tuple[DataProduct, TableRegistry, Path]:
-    """An outside writer's table ``central.raw``: its product, a registry, and its ``_delta_log`` folder."""
+def _landed(tmp_path: Path, table: ExternalTable) -> tuple[Table, TableRegistry, Path]:
+    """An outside writer's table ``central.raw``: as the graph resolves it, a registry, and its ``_delta_log``."""
     product = DataProduct(
         domain="central",
         name="landing",
@@ -190,7 +190,8 @@ def _landed(tmp_path: Path, table: ExternalTable) -> tuple[DataProduct, TableReg
         external=(table,),
     )
     registry = TableRegistry(str(tmp_path))
-    return product, registry, Path(registry.location("central", "raw")) / "_delta_log"
+    [resolved] = tables_of(product)
+    return resolved, registry, Path(registry.location("central", "raw")) / "_delta_log"
 
 
 def _commit(log: Path, version: int, values: list[str], column: str = "p_date") -> None:

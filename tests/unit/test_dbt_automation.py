@@ -10,9 +10,9 @@ import pytest
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from mesh_assets import mesh_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
 
 ORDERS = dg.AssetKey(["food_delivery", "orders"])
 STG_ORDERS = dg.AssetKey(["analytics", "stg_orders"])
@@ -39,7 +39,7 @@ def _evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, cursor=None):
 
 
 def _checks(instance: dg.DagsterInstance, passed: bool) -> list[dg.AssetCheckEvaluation]:
-    info = Catalog(load_all(get_settings().domains_dir)).get("food_delivery", "orders")
+    info = MeshGraph(load_all(get_settings().domains_dir)).get("food_delivery", "orders")
     assert info is not None and info.blocking_checks
     [record] = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=ORDERS, asset_partitions=[DAY]), limit=1

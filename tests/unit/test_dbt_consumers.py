@@ -8,9 +8,10 @@ import dagster as dg
 import pytest
 
 from mesh_assets import mesh_definitions
-from mesh_assets.factory.definitions import tool_tables
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.validate import validate
+from mesh_assets.definitions import tool_tables
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.validate import validate
+from mesh_assets.model.grain import Grain
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dbt_consumer" / "domains"
 
@@ -24,8 +25,8 @@ def dbt_models():
 
 
 def test_dbt_models_are_in_the_catalog(dbt_models):
-    kpis = next(t for t in dbt_models if (t.domain, t.table) == ("analytics", "city_daily_kpis"))
-    assert kpis.published and kpis.partitioning == "daily" and kpis.partition_column == "p_date"
+    kpis = next(t for t in dbt_models if (t.domain, t.name) == ("analytics", "city_daily_kpis"))
+    assert kpis.published and kpis.grain is Grain.DAILY and kpis.partition_column == "p_date"
 
 
 def test_a_sql_product_reading_a_dbt_model_validates_and_depends_on_its_asset(dbt_models):

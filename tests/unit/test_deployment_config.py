@@ -13,7 +13,7 @@ from mesh_assets.cli import commands
 from mesh_assets.engine.connect_server import SERVER_CLASS, server_command
 from mesh_assets.engine.jars import JarsMissingError, cached_extra
 from mesh_assets.engine.session import s3a_credentials, spark_conf
-from mesh_assets.factory.sql import bind_parameters
+from mesh_assets.graph.queries import bind_parameters
 from mesh_assets.settings import MeshSettings, get_settings
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mesh_assets.factory.definitions import build_definitions
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.errors import SpecError, SpecValidationError
-from mesh_assets.spec.validate import validate
+from mesh_assets.definitions import build_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.validate import validate
+from mesh_assets.model.errors import SpecError, SpecValidationError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "governance"
 

@@ -12,35 +12,34 @@ import dagster as dg
 from zones import local_time_zone
 
 from mesh_assets.automation.deadlines import build_deadline_sensor, evaluate_deadlines
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.model import DataProduct
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph, Node
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
 HOURLY = Path(__file__).resolve().parents[1] / "fixtures" / "time_zones" / "domains"
 CONSUMER = dg.AssetKey(["courier", "courier_distances_points_intermediate"])
 
 
-def courier() -> tuple[dg.DagsterInstance, list[DataProduct], Catalog]:
+def courier() -> tuple[dg.DagsterInstance, list[Node]]:
     """The courier domain, whose input central.order_descriptors was published for 2021-06-01 only."""
     domains = load_all(DOMAINS)
     instance = dg.DagsterInstance.ephemeral()
     instance.report_runless_asset_event(
         dg.AssetMaterialization(dg.AssetKey(["central", "order_descriptors"]), partition="2021-06-01")
     )
-    return instance, list(domains["courier"].products), Catalog(domains, [])
+    return instance, MeshGraph(domains, []).nodes_of("courier")
 
 
 def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
     receiver, point = webhook
     point("courier")
-    instance, products, catalog = courier()
+    instance, nodes = courier()
 
-    early = evaluate_deadlines(instance, products, catalog, None, datetime(2021, 6, 3, 7))
+    early = evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 3, 7))
     flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in early.asset_events}
     assert flagged == set()
 
-    tick = evaluate_deadlines(instance, products, catalog, early.cursor, datetime(2021, 6, 3, 9))
+    tick = evaluate_deadlines(instance, nodes, early.cursor, datetime(2021, 6, 3, 9))
     flagged = {(e.asset_key, e.partition, e.metadata["input_deadline"].value) for e in tick.asset_events}
     assert flagged == {(CONSUMER, "2021-06-02", "late"), (CONSUMER, "2021-06-02", "timed_out")}
     event = tick.asset_events[0]
@@ -55,15 +54,14 @@ def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
     )
     assert "central.order_descriptors" in alert["message"]
 
-    again = evaluate_deadlines(instance, products, catalog, tick.cursor, datetime(2021, 6, 3, 10))
+    again = evaluate_deadlines(instance, nodes, tick.cursor, datetime(2021, 6, 3, 10))
     assert again.asset_events == [] and len(receiver) == 2
 
 
 def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
     # hour_counts' input is 1 h late when an hour is unpublished 1 h after it closed; nothing is ever published
     domains = load_all(HOURLY)
-    products = domains["central"].products
-    sensor = build_deadline_sensor("central", products, Catalog(domains, []))
+    sensor = build_deadline_sensor("central", MeshGraph(domains, []).nodes_of("central"))
     assert sensor is not None
 
     with local_time_zone("Asia/Tokyo"), dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()) as context:
@@ -82,12 +80,12 @@ def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
 
 def test_an_unreachable_webhook_never_stops_the_flags(monkeypatch):
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_COURIER", "http://127.0.0.1:1/hook?token=secret")
-    instance, products, catalog = courier()
+    instance, nodes = courier()
     handler = logging.handlers.BufferingHandler(capacity=100)
     logger = logging.getLogger("mesh_assets.automation.deadlines")
     logger.addHandler(handler)
     try:
-        tick = evaluate_deadlines(instance, products, catalog, None, datetime(2021, 6, 3, 9))
+        tick = evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 3, 9))
     finally:
         logger.removeHandler(handler)
 

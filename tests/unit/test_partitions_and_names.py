@@ -7,36 +7,37 @@ from datetime import UTC, datetime
 import pytest
 from zones import local_time_zone
 
-from mesh_assets.factory.sql import rewrite_tables
-from mesh_assets.spec.model import Window
-from mesh_assets.spec.names import check_identifier, split_table_ref
-from mesh_assets.storage.partitions import PartitionKeyError, PartitionRange, parse_key
+from mesh_assets.graph.queries import rewrite_tables
+from mesh_assets.model.grain import Grain, PartitionKeyError
+from mesh_assets.model.names import check_identifier, split_table_ref
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import Window
 from mesh_assets.storage.writer import replace_predicate
 
 
 @pytest.mark.parametrize("key", ["2024-02-30", "'; DROP TABLE x", "../x", "2024-2-1", "", "2024-02-01 "])
 def test_bad_daily_keys_are_refused(key):
     with pytest.raises(PartitionKeyError, match="invalid daily partition key"):
-        parse_key(key, "daily")
+        Grain.DAILY.parse(key)
 
 
 def test_good_keys_parse_and_ranges_enumerate():
-    rng = PartitionRange.from_keys("daily", "2024-02-27", "2024-03-01")
+    rng = PartitionRange.from_keys(Grain.DAILY, "2024-02-27", "2024-03-01")
     assert rng.keys() == ["2024-02-27", "2024-02-28", "2024-02-29", "2024-03-01"]
-    assert parse_key("2024-02-29-13:00", "hourly") == datetime(2024, 2, 29, 13, tzinfo=UTC)
+    assert Grain.HOURLY.parse("2024-02-29-13:00") == datetime(2024, 2, 29, 13, tzinfo=UTC)
     with pytest.raises(PartitionKeyError, match="ends"):
-        PartitionRange.from_keys("daily", "2024-03-01", "2024-02-01")
+        PartitionRange.from_keys(Grain.DAILY, "2024-03-01", "2024-02-01")
 
 
 def test_windows_widen_and_convert_kinds():
-    day = PartitionRange.from_keys("daily", "2021-06-10", "2021-06-10")
+    day = PartitionRange.from_keys(Grain.DAILY, "2021-06-10", "2021-06-10")
     assert day.widen(Window.model_validate("last_7").lookback).keys()[0] == "2021-06-04"
-    hours = day.as_kind("hourly")
+    hours = day.as_grain(Grain.HOURLY)
     assert len(hours.keys()) == 24 and hours.keys()[-1] == "2021-06-10-23:00"
 
 
 def test_replace_predicate_uses_typed_literals_only():
-    rng = PartitionRange.from_keys("daily", "2021-06-04", "2021-06-06")
+    rng = PartitionRange.from_keys(Grain.DAILY, "2021-06-04", "2021-06-06")
     assert replace_predicate("p_date", rng) == "`p_date` >= DATE'2021-06-04' AND `p_date` <= DATE'2021-06-06'"
     with pytest.raises(ValueError, match="invalid identifier"):
         replace_predicate("p_date` OR 1=1 --", rng)
@@ -44,7 +45,7 @@ def test_replace_predicate_uses_typed_literals_only():
 
 def test_a_day_is_24_utc_hours_in_any_process_zone():
     with local_time_zone("Europe/Madrid"):  # 2023-03-26 has 23 hours there
-        hours = PartitionRange.from_keys("daily", "2023-03-26", "2023-03-26").as_kind("hourly")
+        hours = PartitionRange.from_keys(Grain.DAILY, "2023-03-26", "2023-03-26").as_grain(Grain.HOURLY)
         assert len(hours.keys()) == 24 and hours.literal(hours.end) == datetime(2023, 3, 26, 23, tzinfo=UTC)
         assert replace_predicate("p_hour", hours) == (
             "`p_hour` >= TIMESTAMP'2023-03-26 00:00:00+00:00' AND `p_hour` <= TIMESTAMP'2023-03-26 23:00:00+00:00'"

@@ -8,41 +8,42 @@ from datetime import date
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
-from mesh_assets.factory.readiness import unready
-from mesh_assets.spec.catalog import TableInfo
-from mesh_assets.spec.model import Input, Window
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.graph.resolve import Table, TableKind
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import Input, Window
+from mesh_assets.run.readiness import unready
 
-DAYS = PartitionRange.from_keys("daily", "2021-06-01", "2021-06-02")
+DAYS = PartitionRange.from_keys(Grain.DAILY, "2021-06-01", "2021-06-02")
 REGIONS = ("apac", "eu")
 
 
-def table(domain: str, name: str, partitioning: str = "daily", **extra) -> TableInfo:
+def table(domain: str, name: str, grain: Grain = Grain.DAILY, **extra) -> Table:
     fields = dict(
         domain=domain,
-        table=name,
+        name=name,
         product=name,
         owner="team:data",
         published=True,
-        partitioning=partitioning,
+        grain=grain,
         partition_column="p_date",
-        external=False,
+        kind=TableKind.PRODUCT,
         start_date=date(2021, 6, 1),
         blocking_checks=(),
         source_file=None,
         line=None,
     )
-    return TableInfo(**{**fields, **extra})
+    return Table(**{**fields, **extra})
 
 
-def publish(instance: dg.DagsterInstance, info: TableInfo, *partitions: str | None) -> None:
+def publish(instance: dg.DagsterInstance, info: Table, *partitions: str | None) -> None:
     for partition in partitions:
-        key = dg.AssetKey([info.domain, info.table])
+        key = info.key
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
 
 
-def judge(instance: dg.DagsterInstance, info: TableInfo, check: str, partition: str, passed: bool) -> None:
-    key = dg.AssetKey([info.domain, info.table])
+def judge(instance: dg.DagsterInstance, info: Table, check: str, partition: str, passed: bool) -> None:
+    key = info.key
     record = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
     ).records[0]
@@ -56,13 +57,13 @@ def judge(instance: dg.DagsterInstance, info: TableInfo, check: str, partition: 
     )
 
 
-def same(info: TableInfo) -> Input:
+def same(info: Table) -> Input:
     return Input(table=info.ref, window=Window(kind="same"))
 
 
 def test_a_regional_day_is_ready_only_with_every_region():
     instance = dg.DagsterInstance.ephemeral()
-    regional = table("up", "raw_regional", external=True, regions=REGIONS)
+    regional = table("up", "raw_regional", kind=TableKind.EXTERNAL, regions=REGIONS)
     publish(instance, regional, "2021-06-01|apac", "2021-06-01|eu", "2021-06-02|apac")
 
     refused = unready(instance, [(same(regional), regional)], DAYS)
@@ -90,7 +91,7 @@ def test_a_dbt_model_input_waits_for_its_blocking_tests_on_its_current_data():
 
 def test_an_hourly_input_of_a_daily_output_needs_the_days_24_hours():
     instance = dg.DagsterInstance.ephemeral()
-    hourly = table("up", "raw_hourly", "hourly", external=True, partition_column="p_hour")
+    hourly = table("up", "raw_hourly", Grain.HOURLY, kind=TableKind.EXTERNAL, partition_column="p_hour")
     publish(instance, hourly, *[f"2021-06-01-{h:02d}:00" for h in range(24)])
     publish(instance, hourly, *[f"2021-06-02-{h:02d}:00" for h in range(23)])
 
@@ -113,7 +114,7 @@ def test_a_window_reaching_before_the_first_partition_reads_what_exists():
 
 def test_a_whole_table_read_needs_the_table_published_once():
     instance = dg.DagsterInstance.ephemeral()
-    menus = table("food_delivery", "menus", "none", external=True)
+    menus = table("food_delivery", "menus", Grain.NONE, kind=TableKind.EXTERNAL)
     whole = Input(table=menus.ref, window=Window(kind="all"))
     assert unready(instance, [(whole, menus)], DAYS) == {
         "2021-06-01": ["food_delivery.menus (never published)"],

@@ -16,13 +16,22 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from rich.console import Console
 
 from mesh_assets import Output, mesh_definitions
-from mesh_assets.backfill import REBUILD_TAG, BackfillError, plan_rebuild, rebuild_requested
+from mesh_assets.backfill import BackfillError, plan_rebuild
 from mesh_assets.cli import commands, main
 from mesh_assets.dbt.catalog import dbt_tables
-from mesh_assets.spec.catalog import Catalog
-from mesh_assets.spec.discovery import load_all
-from mesh_assets.spec.errors import SpecError
-from mesh_assets.storage.schema import SchemaChangeRefused, SchemaRule, bound_key, compare, write_options
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.model.errors import SpecError
+from mesh_assets.model.grain import Grain
+from mesh_assets.storage.schema import (
+    REBUILD_TAG,
+    SchemaChangeRefused,
+    SchemaRule,
+    bound_key,
+    compare,
+    rebuild_requested,
+    write_options,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "schema" / "domains"
@@ -74,8 +83,8 @@ def test_table_bounds_are_utc_keys_whatever_the_process_time_zone(monkeypatch):
         hour = datetime(2024, 3, 10, 1, tzinfo=UTC)
         collected = TimestampType().fromInternal(int(hour.timestamp() * 1_000_000))  # as PySpark returns it
         assert collected.hour != 1  # local wall-clock time
-        assert bound_key(collected, "hourly") == "2024-03-10-01:00"
-        assert bound_key(date(2024, 3, 10), "daily") == "2024-03-10"
+        assert bound_key(collected, Grain.HOURLY) == "2024-03-10-01:00"
+        assert bound_key(date(2024, 3, 10), Grain.DAILY) == "2024-03-10"
     finally:
         monkeypatch.undo()
         time.tzset()
@@ -123,7 +132,7 @@ def test_consumers_are_products_of_any_domain_and_dbt_models():
         },
         "sources": {"source.p.sc.events": {"name": "events", "schema": "sc", "config": {"meta": {}}}},
     }
-    catalog = Catalog(load_all(FIXTURE), dbt_tables(manifest))
+    catalog = MeshGraph(load_all(FIXTURE), dbt_tables(manifest))
     assert catalog.consumers("sc", "events") == ("analytics.stg_events", "sc_reader.totals")
     assert catalog.consumers("sc", "raw_events") == ("sc.events", "sc.events_strict", "sc.snapshot")
     assert catalog.consumers("sc_reader", "totals") == ()

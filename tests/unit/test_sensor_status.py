@@ -7,9 +7,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mesh_assets.factory.definitions import build_definitions
+from mesh_assets.definitions import build_definitions
+from mesh_assets.graph.discovery import load_all
 from mesh_assets.settings import get_settings
-from mesh_assets.spec.discovery import load_all
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
 

@@ -14,32 +14,32 @@ from collections.abc import Iterable
 from typing import Any
 
 import dagster as dg
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from mesh_assets.factory.partitions import region_key
-from mesh_assets.spec.catalog import Catalog, TableInfo
-from mesh_assets.spec.model import DataProduct, Input
-from mesh_assets.storage.partitions import PartitionRange, format_key
+from mesh_assets.compat import AssetCheckExecutionRecordStatus
+from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.grain import region_key
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import Input
 
 Status = AssetCheckExecutionRecordStatus
 CHECK_STATES = {Status.FAILED: "failed", Status.PLANNED: "pending"}
 
 
-def input_range(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> PartitionRange | None:
+def input_range(inp: Input, upstream: Table, part: PartitionRange | None) -> PartitionRange | None:
     """The upstream partitions one output range reads, or None for the whole table."""
-    if part is None or upstream.partitioning == "none" or inp.window.kind == "all":
+    if part is None or not upstream.grain.partitioned or inp.window.kind == "all":
         return None
-    return part.widen(inp.window.lookback).as_kind(upstream.partitioning)
+    return part.widen(inp.window.lookback).as_grain(upstream.grain)
 
 
-def window_keys(inp: Input, upstream: TableInfo, part: PartitionRange | None) -> list[str] | None:
+def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> list[str] | None:
     """The upstream partition keys ``part``'s window reads (every region of a regional day), from the
     upstream's first partition on; None when the whole table is read."""
     needed = input_range(inp, upstream, part)
     if needed is None:
         return None
     first = upstream.start_date.isoformat()
-    keys = [k for k in (format_key(v, needed.kind) for v in needed.values()) if k[:10] >= first]
+    keys = [k for k in needed.keys() if k[:10] >= first]
     if upstream.regions:
         keys = [region_key(k, r) for k in keys for r in upstream.regions]
     return keys
@@ -57,10 +57,10 @@ def _check_problem(info: Any | None, check: str) -> str | None:
 class _Input:
     """What the instance knows about one input: its published partitions and its blocking checks' results."""
 
-    def __init__(self, instance: dg.DagsterInstance, inp: Input, upstream: TableInfo, keys: Iterable[str] | None):
+    def __init__(self, instance: dg.DagsterInstance, inp: Input, upstream: Table, keys: Iterable[str] | None):
         self.upstream = upstream
-        self.asset = dg.AssetKey([upstream.domain, upstream.table])
-        self.partitioned = upstream.partitioning != "none"
+        self.asset = upstream.key
+        self.partitioned = upstream.grain.partitioned
         self.published = instance.get_materialized_partitions(self.asset) if self.partitioned else set()
         self.ever_published = bool(self.published) or instance.get_latest_materialization_event(self.asset) is not None
         checks = [] if inp.ignore_quality else list(upstream.blocking_checks)
@@ -108,16 +108,14 @@ class _Input:
 
 
 def unready_partitions(
-    instance: dg.DagsterInstance, product: DataProduct, t: Any, catalog: Catalog, part: PartitionRange | None
+    instance: dg.DagsterInstance, node: Node, part: PartitionRange | None
 ) -> dict[str | None, list[str]]:
-    """Output partitions (``None`` when unpartitioned) of a product's output that may not be computed, each
-    with its reasons (inputs the catalog does not know are left to governance and the read)."""
-    reads = [(inp, upstream) for inp in t.inputs.values() if (upstream := catalog.get(*inp.ref(product.domain)))]
-    return unready(instance, reads, part)
+    """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons."""
+    return unready(instance, [(read.input, read.table) for read in node.reads], part)
 
 
 def unready(
-    instance: dg.DagsterInstance, reads: Iterable[tuple[Input, TableInfo]], part: PartitionRange | None
+    instance: dg.DagsterInstance, reads: Iterable[tuple[Input, Table]], part: PartitionRange | None
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
 
@@ -127,7 +125,7 @@ def unready(
     outputs: list[PartitionRange | None] = [None] if part is None else [part.single(v) for v in part.values()]
     refused: dict[str | None, list[str]] = {}
     for inp, upstream in reads:
-        windows = {format_key(p.start, p.kind) if p else None: window_keys(inp, upstream, p) for p in outputs}
+        windows = {p.grain.key(p.start) if p else None: window_keys(inp, upstream, p) for p in outputs}
         every = None if any(k is None for k in windows.values()) else {k for keys in windows.values() for k in keys}
         known = _Input(instance, inp, upstream, every)
         for output_key, keys in windows.items():

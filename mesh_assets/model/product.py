@@ -14,12 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mesh_assets.checks.spec import CheckSpec
-from mesh_assets.spec.names import Identifier, split_table_ref
+from mesh_assets.compat import is_valid_cron_schedule
+from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract
+from mesh_assets.model.grain import Grain, GrainField
+from mesh_assets.model.names import Identifier, split_table_ref
 
 Tier = Literal["t1", "t2", "t3"]
 Classification = Literal["l0", "l1", "l2", "l3"]
-Partitioning = Literal["daily", "hourly", "none"]
 WriteMode = Literal["overwrite_partition", "full"]
 SchemaPolicy = Literal["additive", "strict"]
 
@@ -107,7 +108,7 @@ class Output(Strict):
     table: Identifier
     description: str = ""
     published: bool = False
-    partitioning: Partitioning = "daily"
+    partitioning: GrainField = Grain.DAILY
     partition_column: Identifier = "p_date"
     write_mode: WriteMode = "overwrite_partition"
     contract: tuple[Column, ...] | None = None
@@ -124,7 +125,7 @@ class Output(Strict):
 
     @model_validator(mode="after")
     def _full_when_unpartitioned(self) -> Output:
-        if self.partitioning == "none" and self.write_mode != "full":
+        if not self.partitioning.partitioned and self.write_mode != "full":
             raise ValueError("an unpartitioned output (partitioning: none) must use write_mode: full")
         return self
 
@@ -176,7 +177,7 @@ class ExternalTable(Strict):
     table: Identifier
     description: str = ""
     published: bool = True
-    partitioning: Partitioning = "daily"
+    partitioning: GrainField = Grain.DAILY
     partition_column: Identifier = "p_date"
     regions: tuple[Identifier, ...] | None = None
     """Landed per region as well as per day (each region at its own midnight): a day is complete only when
@@ -189,7 +190,7 @@ class ExternalTable(Strict):
     @model_validator(mode="after")
     def _regions_are_daily(self) -> ExternalTable:
         if self.regions is not None:
-            if self.partitioning != "daily":
+            if self.partitioning is not Grain.DAILY:
                 raise ValueError("a table partitioned by region must also be partitioned daily")
             if not self.regions or len(set(self.regions)) != len(self.regions):
                 raise ValueError("regions must be a non-empty list of distinct names")
@@ -220,8 +221,6 @@ class DataProduct(Strict):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        from dagster._utils.schedules import is_valid_cron_schedule
-
         if value is not None and not is_valid_cron_schedule(value):
             raise ValueError(f"not a valid cron schedule: {value!r}")
         return value
@@ -229,3 +228,17 @@ class DataProduct(Strict):
     @property
     def tables(self) -> list[Output | ExternalTable]:
         return [t.output for t in self.transformations] + list(self.external)
+
+
+def checks_of(table: Output | ExternalTable) -> list[CheckSpec]:
+    """The table's checks as they run and show in Dagster: the declared ones but ``freshness`` (Dagster's
+    freshness policy judges that), plus a blocking schema contract when a contract is declared."""
+    checks = [c for c in table.checks if not isinstance(c, Freshness)]
+    if table.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
+        checks.append(SchemaContract())
+    return checks
+
+
+def blocking_checks(table: Output | ExternalTable) -> tuple[str, ...]:
+    """Names of the checks that refuse a partition when they fail: what consumers wait for."""
+    return tuple(c.check_name for c in checks_of(table) if c.blocking)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from mesh_assets.storage.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

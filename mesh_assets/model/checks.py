@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mesh_assets.spec.names import Identifier
-
-if TYPE_CHECKING:
-    from mesh_assets.spec.model import ExternalTable, Output
+from mesh_assets.model.names import Identifier
 
 Severity = Literal["error", "warn"]
 
@@ -95,12 +92,3 @@ CheckSpec = Annotated[
     NotNull | Unique | RowCount | AcceptedValues | SqlAssertion | Freshness | VolumeAnomaly | SchemaContract,
     Field(discriminator="kind"),
 ]
-
-
-def checks_of(table: Output | ExternalTable) -> list[CheckSpec]:
-    """The table's checks as they run and show in Dagster: the declared ones but ``freshness`` (Dagster's
-    freshness policy judges that), plus a blocking schema contract when a contract is declared."""
-    checks = [c for c in table.checks if not isinstance(c, Freshness)]
-    if table.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
-        checks.append(SchemaContract())
-    return checks

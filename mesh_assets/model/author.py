@@ -6,19 +6,33 @@
     def build_orders(raw: DataFrame) -> DataFrame: ...
 
 Functions receive each input as a DataFrame already restricted to the partition window (and, if they
-declare a ``context`` parameter, a :class:`~mesh_assets.factory.context.ProductContext`). They return a
+declare a ``context`` parameter, a :class:`~mesh_assets.run.context.ProductContext`). They return a
 DataFrame; the platform checks and writes it.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from mesh_assets.spec.model import Contact, ExternalTable, Input, Output
+from mesh_assets.model.product import Contact, ExternalTable, Input, Output
+
+_LOADING: ContextVar[Path | None] = ContextVar("mesh_product_file", default=None)
+
+
+@contextmanager
+def loading(path: Path) -> Iterator[None]:
+    """Products created while ``path`` is being loaded belong to it (discovery loads one file at a time)."""
+    token = _LOADING.set(path)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
 
 
 def email(address: str) -> Contact:
@@ -48,9 +62,9 @@ class Product:
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
     ) -> None:
-        caller = inspect.stack()[1]
-        self.source_file = Path(caller.filename)
-        self.line = caller.lineno
+        caller = sys._getframe(1)  # one frame up, for the line; not the whole stack with its source files
+        self.source_file = _LOADING.get() or Path(caller.f_code.co_filename)
+        self.line = caller.f_lineno
         self.fields: dict[str, Any] = {
             "name": name,
             "owner": owner,
@@ -86,7 +100,7 @@ class Product:
                     "inputs": {k: Input(table=v) if isinstance(v, str) else v for k, v in (inputs or {}).items()},
                     "fn": fn,
                     "range_aware": range_aware,
-                    "line": inspect.getsourcelines(fn)[1],
+                    "line": fn.__code__.co_firstlineno,
                 }
             )
             return fn

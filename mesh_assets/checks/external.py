@@ -13,24 +13,18 @@ from dataclasses import replace
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from mesh_assets.checks.results import check_specs, evaluation
-from mesh_assets.checks.spec import checks_of
+from mesh_assets.checks.results import check_specs, evaluation, target_of
 from mesh_assets.engine.resource import MeshResource
-from mesh_assets.factory.partitions import partitions_def, region_key
-from mesh_assets.spec.model import DataProduct, ExternalTable
-from mesh_assets.storage.partitions import PartitionRange, parse_key
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.grain import region_key
+from mesh_assets.model.partitions import PartitionRange
 
 RESOURCE_KEY = "mesh"
 
 
-def external_check_specs(product: DataProduct, ext: ExternalTable) -> list[dg.AssetCheckSpec]:
-    key = dg.AssetKey([product.domain, ext.table])
-    return check_specs(key, ext, partitions_def(ext.partitioning, product.start_date, ext.regions))
+def external_check_specs(table: Table) -> list[dg.AssetCheckSpec]:
+    return check_specs(table)
 
 
 def checks_job_name(domain: str, table: str) -> str:
@@ -46,61 +40,46 @@ def checks_run_config(domain: str, table: str, partitions: list[str]) -> dict[st
     return {"ops": {checks_op_name(domain, table): {"config": {"partitions": partitions}}}}
 
 
-def build_checks_job(product: DataProduct, ext: ExternalTable) -> UnresolvedAssetJobDefinition | None:
+def build_checks_job(table: Table) -> dg.JobDefinition | Any | None:
     """A job over the table's checks alone, for the observer (and operators) to check landed partitions."""
-    specs = external_check_specs(product, ext)
+    specs = external_check_specs(table)
     if not specs:
         return None
     return dg.define_asset_job(
-        checks_job_name(product.domain, ext.table),
+        checks_job_name(table.domain, table.name),
         selection=dg.AssetSelection.checks(*(s.key for s in specs)),
-        description=f"Runs the checks of the external table {product.domain}.{ext.table} on landed partitions.",
+        description=f"Runs the checks of the external table {table.ref} on landed partitions.",
     )
 
 
-def _target(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None
-) -> AssetCheckEvaluationTargetMaterializationData | None:
-    """The observed materialization a result judges, so it counts as current for that partition."""
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1
-    ).records
-    if not records:
-        return None
-    record = records[0]
-    return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-    )
-
-
-def _by_region(ext: ExternalTable, wanted: list[str | None]) -> dict[str | None, list[str | None]]:
+def _by_region(table: Table, wanted: list[str | None]) -> dict[str | None, list[str | None]]:
     """Requested partitions grouped by region (``None`` for a table without regions), validated."""
     grouped: dict[str | None, list[str | None]] = {}
     for key in wanted:
         region = None
-        if key is not None and ext.regions:
+        if key is not None and table.regions:
             key, _, region = key.partition("|")
-            if region not in ext.regions:
-                raise dg.Failure(description=f"{key}|{region}: {region!r} is not a region of {ext.table}")
+            if region not in table.regions:
+                raise dg.Failure(description=f"{key}|{region}: {region!r} is not a region of {table.name}")
         if key is not None:
-            parse_key(key, ext.partitioning)
+            table.grain.parse(key)
         grouped.setdefault(region, []).append(key)
     return grouped
 
 
-def build_external_checks(product: DataProduct, ext: ExternalTable) -> dg.AssetChecksDefinition | None:
+def build_external_checks(table: Table) -> dg.AssetChecksDefinition | None:
     """The executable checks of one external table; None when it declares none.
 
     Partitions come from run config rather than a partition key: a checks-only run has no partitions
     definition of its own, and one run can judge every partition one observer tick reported.
     """
-    specs = external_check_specs(product, ext)
+    specs = external_check_specs(table)
     if not specs:
         return None
-    key = dg.AssetKey([product.domain, ext.table])
+    key, grain = table.key, table.grain
 
     @dg.multi_asset_check(
-        name=checks_op_name(product.domain, ext.table),
+        name=checks_op_name(table.domain, table.name),
         specs=specs,
         can_subset=True,
         required_resource_keys={RESOURCE_KEY},
@@ -114,27 +93,27 @@ def build_external_checks(product: DataProduct, ext: ExternalTable) -> dg.AssetC
 
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
         spark = mesh.spark
-        location = mesh.registry.location(product.domain, ext.table)
+        location = mesh.registry.location(table.domain, table.name)
         selected = {k.name for k in context.selected_asset_check_keys}
-        checks = [c for c in checks_of(ext) if c.check_name in selected]
-        table = spark.read.format("delta").load(location)
+        checks = [c for c in table.checks if c.check_name in selected]
+        rows = spark.read.format("delta").load(location)
         wanted: list[str | None] = [None]
-        if ext.partitioning != "none":
+        if grain.partitioned:
             wanted = sorted(context.op_execution_context.op_config["partitions"])
             if not wanted:
-                raise dg.Failure(description=f"no partitions of {product.domain}.{ext.table} to check")
-        for region, keys in _by_region(ext, wanted).items():
-            df = table if region is None else table.where(F.col(ext.region_column) == F.lit(region))
+                raise dg.Failure(description=f"no partitions of {table.ref} to check")
+        for region, keys in _by_region(table, wanted).items():
+            df = rows if region is None else rows.where(F.col(table.region_column) == F.lit(region))
             part = None
-            if ext.partitioning != "none":
-                part = PartitionRange.from_keys(ext.partitioning, min(keys), max(keys))
-                values = [part.literal(parse_key(k, ext.partitioning)) for k in keys]
-                df = df.where(F.col(ext.partition_column).isin(values))
-            for outcome in evaluate(spark, ext, df, part, location, checks):
+            if grain.partitioned:
+                part = PartitionRange.from_keys(grain, min(keys), max(keys))
+                values = [grain.literal(grain.parse(k)) for k in keys]
+                df = df.where(F.col(table.partition_column).isin(values))
+            for outcome in evaluate(spark, table, df, part, location, checks):
                 if outcome.partition not in keys:
                     continue
                 partition = region_key(outcome.partition, region) if region else outcome.partition
-                target = _target(context.instance, key, partition)
+                target = target_of(context.instance, key, partition)
                 context.op_execution_context.log_event(evaluation(key, replace(outcome, partition=partition), target))
         yield from ()
 

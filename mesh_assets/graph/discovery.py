@@ -13,11 +13,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mesh_assets.spec import yaml_lines
-from mesh_assets.spec.errors import SpecError, relative
-from mesh_assets.spec.model import DataProduct, SqlTransformation
-from mesh_assets.spec.names import IDENTIFIER
-from mesh_assets.spec.python_api import Product
+from mesh_assets.graph import yaml_lines
+from mesh_assets.model.author import Product, loading
+from mesh_assets.model.errors import SpecError, relative
+from mesh_assets.model.names import IDENTIFIER
+from mesh_assets.model.product import DataProduct
 
 SKIPPED_PY = {"definitions.py", "__init__.py"}
 
@@ -126,7 +126,8 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        with loading(path):
+            spec.loader.exec_module(module)
     except Exception as exc:
         tb = exc.__traceback__
         line = None
@@ -176,13 +177,6 @@ def load_domain(folder: Path) -> DomainSpecs:
         specs.products.extend(loaded[0])
         specs.errors.extend(loaded[1])
     return specs
-
-
-def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
-    if transformation.sql is not None:
-        return transformation.sql
-    assert product.source_file is not None and transformation.sql_file is not None
-    return (product.source_file.parent / transformation.sql_file).read_text()
 
 
 def load_all(domains_dir: Path) -> dict[str, DomainSpecs]:

@@ -11,12 +11,13 @@ from collections.abc import Iterable
 
 import sqlglot
 
-from mesh_assets.checks.spec import SqlAssertion
-from mesh_assets.spec.catalog import Catalog, TableInfo
-from mesh_assets.spec.discovery import DomainSpecs, sql_text
-from mesh_assets.spec.errors import SpecError, relative
-from mesh_assets.spec.model import DataProduct, PySparkTransformation, SqlTransformation
-from mesh_assets.spec.queries import NotAQuery, parse_query, query_tables
+from mesh_assets.graph.discovery import DomainSpecs
+from mesh_assets.graph.queries import NotAQuery, parse_query, query_tables
+from mesh_assets.graph.resolve import MeshGraph, Table, sql_text
+from mesh_assets.model.checks import SqlAssertion
+from mesh_assets.model.errors import SpecError, relative
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.product import DataProduct, PySparkTransformation, SqlTransformation
 
 
 def sql_tables(sql: str) -> set[tuple[str | None, str]]:
@@ -40,14 +41,14 @@ def _err(product: DataProduct, line: int | None, field: str, message: str) -> Sp
     return SpecError(relative(product.source_file), line or product.line, field, message)
 
 
-def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
+def _check_inputs(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
     errors = []
     for i, t in enumerate(product.transformations):
         out = t.output
         for name, inp in t.inputs.items():
             field = f"tables.{i}.inputs.{name}"
             domain, table = inp.ref(product.domain)
-            info = catalog.get(domain, table)
+            info = graph.get(domain, table)
             if info is None:
                 errors.append(_err(product, t.line, field, f"unknown table {domain}.{table}"))
                 continue
@@ -61,11 +62,11 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
                         "may be read by other domains",
                     )
                 )
-            if info.partitioning == "none" and inp.window.kind != "all":
+            if not info.grain.partitioned and inp.window.kind != "all":
                 errors.append(
                     _err(product, t.line, f"{field}.window", f"{domain}.{table} is not partitioned; use window 'all'")
                 )
-            if out.partitioning == "none" and inp.window.kind != "all" and info.partitioning != "none":
+            if not out.partitioning.partitioned and inp.window.kind != "all" and info.grain.partitioned:
                 errors.append(
                     _err(
                         product,
@@ -74,7 +75,7 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
                         f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'",
                     )
                 )
-            if info.regions and (inp.window.kind == "last" or out.partitioning == "hourly"):
+            if info.regions and (inp.window.kind == "last" or out.partitioning is Grain.HOURLY):
                 errors.append(
                     _err(
                         product,
@@ -84,7 +85,7 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
                         "(a day's regions) or 'all'",
                     )
                 )
-            if out.partitioning == "daily" and info.partitioning == "hourly" and inp.window.kind == "last":
+            if out.partitioning is Grain.DAILY and info.grain is Grain.HOURLY and inp.window.kind == "last":
                 errors.append(
                     _err(
                         product,
@@ -96,7 +97,7 @@ def _check_inputs(product: DataProduct, catalog: Catalog) -> list[SpecError]:
     return errors
 
 
-def _check_transformation_code(product: DataProduct, catalog: Catalog) -> list[SpecError]:
+def _check_transformation_code(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
     errors = []
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
@@ -182,13 +183,13 @@ def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecErro
 
 
 def validate(
-    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: Iterable[TableInfo] = ()
+    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: Iterable[Table] = ()
 ) -> list[SpecError]:
     """Every governance error in ``domains`` (restricted to the ``only`` domains if given)."""
-    catalog = Catalog(domains, extra)
+    graph = MeshGraph(domains, extra)
     chosen = [s for name, s in domains.items() if only is None or name in only]
     errors: list[SpecError] = [e for s in chosen for e in s.errors]
-    for first, second in catalog.duplicates:
+    for first, second in graph.duplicates:
         if only is None or second.domain in only:
             errors.append(
                 SpecError(
@@ -200,8 +201,8 @@ def validate(
             )
     products = [p for s in chosen for p in s.products]
     for product in products:
-        errors += _check_inputs(product, catalog)
-        errors += _check_transformation_code(product, catalog)
+        errors += _check_inputs(product, graph)
+        errors += _check_transformation_code(product, graph)
         errors += _check_sql_checks(product)
     errors += _cycles([p for s in domains.values() for p in s.products], only)
     return sorted(set(errors))

@@ -1,0 +1,76 @@
+"""The standard shape every Mesh asset has in Dagster: group, owner, tags, kinds, metadata, pool, freshness.
+
+Every table becomes one asset keyed ``[domain, table]`` in the group of its product, with the product's owner,
+standard tags and kinds, metadata pointing back at its source, and, for outputs, a concurrency pool of its
+own (one writer per table).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import dagster as dg
+
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.checks import Freshness
+from mesh_assets.model.product import DataProduct, Output
+
+RESOURCE_KEY = "mesh"
+
+
+def table_pool(domain: str, table: str) -> str:
+    """Writers of one table share a pool, so Delta never sees two of them commit at once."""
+    return f"mesh/{domain}/{table}"
+
+
+def product_tags(product: DataProduct, published: bool) -> dict[str, str]:
+    return {
+        **product.tags,
+        "domain": product.domain,
+        "product": product.name,
+        "tier": product.tier,
+        "classification": product.classification,
+        "published": str(published).lower(),
+    }
+
+
+def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
+    """Contacts, the source file and line (Dagster's code references), and the partition column."""
+    metadata: dict[str, Any] = {
+        "contacts": dg.MetadataValue.json([c.model_dump() for c in product.contacts]),
+    }
+    if product.source_file is not None:
+        metadata["dagster/code_references"] = dg.CodeReferencesMetadataValue(
+            code_references=[
+                dg.LocalFileCodeReference(
+                    file_path=str(product.source_file.resolve()), line_number=table.line or product.line
+                )
+            ]
+        )
+        metadata["source_file"] = str(product.source_file)
+    metadata["partition_column"] = table.partition_column if table.grain.partitioned else "-"
+    return metadata
+
+
+def freshness_policy(output: Output) -> dg.FreshnessPolicy | None:
+    """Dagster's freshness policy from a declared ``freshness`` check (evaluated by Dagster, not at write)."""
+    for c in output.checks:
+        if isinstance(c, Freshness):
+            warn = timedelta(hours=c.warn_lag_hours) if c.warn_lag_hours else None
+            return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=c.max_lag_hours), warn_window=warn)
+    return None
+
+
+def external_spec(product: DataProduct, table: Table) -> dg.AssetSpec:
+    """An external table: observed, never executed by Mesh."""
+    return dg.AssetSpec(
+        key=table.key,
+        description=(table.spec.description if table.spec else "") or product.description or None,
+        group_name=product.name,
+        owners=[product.owner],
+        tags={**product_tags(product, table.published), "external": "true"},
+        kinds={"delta", "external"},
+        metadata=table_metadata(product, table),
+        partitions_def=table.partitions_def,
+    )

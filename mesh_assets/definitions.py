@@ -1,0 +1,131 @@
+"""The composition root: a domain's code location (or the whole mesh) as one ``dg.Definitions``.
+
+Here, and only here, the pieces meet: discovery and governance, the graph resolved once, the assets and
+checks built from it, dbt's models, each domain's sensors (automation, external-table observer, input
+deadlines), the one resource and the executor. Each domain validates its own products strictly (any
+governance error stops that location) and reads the other domains only to resolve what it consumes, so one
+broken domain never takes the others down.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from mesh_assets.assets.notices import quiet_check_gating_notice
+from mesh_assets.assets.outputs import build_output_asset
+from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
+from mesh_assets.automation.conditions import output_condition
+from mesh_assets.automation.sensors import domain_sensors
+from mesh_assets.checks.external import build_external_checks
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.graph.discovery import DomainSpecs, load_all
+from mesh_assets.graph.resolve import MeshGraph, Table
+from mesh_assets.graph.validate import validate
+from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.settings import get_settings
+
+if TYPE_CHECKING:
+    from dagster_dbt import DbtProject
+
+RUN_EXECUTOR = dg.in_process_executor
+"""A run's steps execute in the run's own process, one after another, sharing its SparkSession: Spark already
+spreads each step over every core, and a process per step would load the code location and start (or connect)
+a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
+
+
+def tool_tables() -> list[Table]:
+    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume."""
+    from mesh_assets.dbt.catalog import dbt_tables
+
+    try:
+        return dbt_tables()
+    except FileNotFoundError:
+        return []
+
+
+def _domain_definitions(graph: MeshGraph, domain: str, tool_keys: Iterable[dg.AssetKey]) -> dg.Definitions:
+    """One domain's assets, checks and sensors, from the resolved graph."""
+    nodes = graph.nodes_of(domain)
+    external = [t for t in graph.tables.values() if t.domain == domain and t.external]
+    products = {p.name: p for p in graph.products_of(domain)}
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
+        build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
+    ]
+    assets += [external_spec(products[t.product], t) for t in external]
+    checks = [c for t in external if (c := build_external_checks(t)) is not None]
+    return dg.Definitions(
+        assets=assets, asset_checks=checks, sensors=domain_sensors(domain, nodes, external, tool_keys)
+    )
+
+
+def build_definitions(
+    domains: dict[str, DomainSpecs],
+    only: set[str] | None = None,
+    extra: list[Table] | None = None,
+    tool_keys: Iterable[dg.AssetKey] = (),
+) -> dg.Definitions:
+    """Validate, resolve, then build the definitions of ``only`` (default: every domain).
+
+    ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
+    automation sensor evaluates the ones keyed under its name.
+    """
+    extra = tool_tables() if extra is None else extra
+    quiet_check_gating_notice()
+    errors = validate(domains, only, extra)
+    if errors:
+        raise SpecValidationError(errors)
+    graph = MeshGraph(domains, extra)
+    by_domain: dict[str, list[dg.AssetKey]] = {}
+    for key in tool_keys:
+        by_domain.setdefault(key.path[0], []).append(key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        parts = [
+            _domain_definitions(graph, name, by_domain.get(name, []))
+            for name in domains
+            if only is None or name in only
+        ]
+    return dg.Definitions.merge(*parts, dg.Definitions(resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR))
+
+
+def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
+    """The code location of the domain whose ``definitions.py`` is ``definitions_file``."""
+    folder = Path(definitions_file).resolve().parent
+    return build_definitions(load_all(folder.parent), only={folder.name})
+
+
+def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
+    """The code location of the dbt project's models: their assets (with checks), automation, Mesh and dbt."""
+    from mesh_assets.automation.sensors import automation_sensor
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
+
+    models = build_dbt_assets(project, manifest_path)
+    domains = sorted({key.path[0] for key in models.keys})
+    return dg.Definitions(
+        assets=[models],
+        sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
+        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
+        executor=RUN_EXECUTOR,
+    )
+
+
+def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None) -> dg.Definitions:
+    """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh.
+
+    The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
+    """
+    extra = tool_tables()
+    domains = load_all(domains_dir or get_settings().domains_dir)
+    if dbt is False or (dbt is None and (domains_dir is not None or not extra)):
+        return build_definitions(domains, extra=extra)
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
+
+    models = build_dbt_assets()
+    defs = build_definitions(domains, extra=extra, tool_keys=models.keys)
+    return dg.Definitions.merge(defs, dg.Definitions(assets=[models], resources={DBT_RESOURCE_KEY: dbt_resource()}))

@@ -1,0 +1,71 @@
+"""Partition ranges as typed values: parsed from Dagster keys, validated, never pasted as raw text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from mesh_assets.model.grain import Grain, PartitionKeyError, midnight, utc
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """An inclusive range of partitions of one grain, e.g. the days a single-run backfill covers.
+
+    ``start`` and ``end`` are aware UTC datetimes (naive ones are taken as UTC wall-clock times).
+    """
+
+    grain: Grain
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        if not self.grain.partitioned:
+            raise ValueError("an unpartitioned table has no partition range")
+        object.__setattr__(self, "start", utc(self.start))
+        object.__setattr__(self, "end", utc(self.end))
+
+    @classmethod
+    def from_keys(cls, grain: Grain, start: str, end: str) -> PartitionRange:
+        first, last = grain.parse(start), grain.parse(end)
+        if last < first:
+            raise PartitionKeyError(f"partition range ends ({end}) before it starts ({start})")
+        return cls(grain, first, last)
+
+    def keys(self) -> list[str]:
+        return [self.grain.key(v) for v in self.values()]
+
+    def values(self) -> list[datetime]:
+        step = self.grain.step
+        assert step is not None
+        out, current = [], self.start
+        while current <= self.end:
+            out.append(current)
+            current += step
+        return out
+
+    def describe(self) -> str:
+        """``2021-06-01`` or ``2021-06-01..2021-06-07``."""
+        first, last = self.grain.key(self.start), self.grain.key(self.end)
+        return first if first == last else f"{first}..{last}"
+
+    def single(self, value: datetime) -> PartitionRange:
+        return PartitionRange(self.grain, value, value)
+
+    def widen(self, lookback: int) -> PartitionRange:
+        """The range extended ``lookback`` partitions into the past (a ``last N`` window)."""
+        step = self.grain.step
+        assert step is not None
+        return PartitionRange(self.grain, self.start - lookback * step, self.end)
+
+    def as_grain(self, grain: Grain) -> PartitionRange:
+        """The same time span in partitions of ``grain`` (a day's 24 hours, or an hour's day)."""
+        if grain is self.grain:
+            return self
+        if grain is Grain.HOURLY:
+            return PartitionRange(grain, self.start, self.end + timedelta(hours=23))
+        return PartitionRange(grain, midnight(self.start.date()), midnight(self.end.date()))
+
+    def literal(self, value: datetime) -> date | datetime:
+        """The Python value Spark compares the partition column with (see :meth:`Grain.literal`)."""
+        return self.grain.literal(value)

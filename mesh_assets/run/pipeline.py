@@ -1,0 +1,62 @@
+"""What one Mesh asset does when it runs, step by step:
+
+gate (readiness) -> compute (read windows, transform) -> stage, audit, publish (one commit) -> record (events).
+
+Each step is a function with its collaborators passed in; lineage and alerts hook in around the whole run at
+one place (:func:`execute`), not inside the steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from mesh_assets.engine.resource import MeshResource
+from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.lineage.capture import Reads, observed_reads
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.compute import compute
+from mesh_assets.run.hooks import run_hooks
+from mesh_assets.run.publish import RunOutcome, publish
+from mesh_assets.run.readiness import unready_partitions
+from mesh_assets.run.record import record
+from mesh_assets.storage.schema import SchemaRule, rebuild_requested
+
+__all__ = ["RunOutcome", "execute", "run_output"]
+
+
+def partition_range(context: dg.AssetExecutionContext, table: Table) -> PartitionRange | None:
+    """The partitions this run writes: one key, or a range for a single-run backfill."""
+    if not table.grain.partitioned:
+        return None
+    keys = context.partition_key_range
+    return PartitionRange.from_keys(table.grain, keys.start, keys.end)
+
+
+def run_output(
+    context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
+) -> RunOutcome:
+    """Compute, stage, check and publish one output for the run's partition(s)."""
+    part = partition_range(context, node.table)
+    blocked = unready_partitions(context.instance, node, part)
+    runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
+    if blocked and not runnable:
+        return RunOutcome(None, part, [], {}, blocked=blocked)
+    spark, registry, run_id = mesh.spark, mesh.registry, context.run.run_id
+    rows = compute(spark, registry, node, part, runnable, context.log, run_id)
+    reads: Reads = observed_reads(rows, node, registry, context.log)
+    schema = SchemaRule(node.output.schema_policy, rebuild_requested(context.run.tags), consumers)
+    done = publish(spark, registry, node, rows, part, blocked, run_id=run_id, schema=schema)
+    return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())
+
+
+def execute(
+    context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
+) -> Iterator[Any]:
+    """The asset's body: the run with its hooks (lineage, alerts), then its events."""
+    with run_hooks(context, mesh, node) as hooks:
+        outcome = run_output(context, mesh, node, consumers)
+        hooks.finished(outcome)
+        yield from record(context, node, outcome)

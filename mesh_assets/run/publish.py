@@ -1,0 +1,112 @@
+"""Stage, audit and publish a node's computed rows: one Delta commit of the partitions that passed.
+
+Staged rows are invisible to readers; the checks judge them per partition; rows outside the run's partitions
+refuse the whole write; the partitions whose blocking checks passed are committed together, and the others
+keep their previous version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+
+from mesh_assets.checks.evaluate import CheckOutcome, audit, failed_partitions
+from mesh_assets.graph.resolve import Node
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.storage.schema import SchemaRule
+from mesh_assets.storage.tables import TableRegistry
+from mesh_assets.storage.writer import WriteResult, commit, stage
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run of one output did: what it published and what its checks found."""
+
+    result: WriteResult | None
+    part: PartitionRange | None
+    outcomes: list[CheckOutcome]
+    failed: dict[str | None, list[CheckOutcome]]
+    reads: list[str] | None = None
+    """Locations the computation actually read (from Spark's plan); ``None`` when not observable."""
+    undeclared_reads: tuple[str, ...] = ()
+    undeclared_names: tuple[str, ...] = ()
+    blocked: dict[str | None, list[str]] = field(default_factory=dict)
+    """Partitions not computed because an input partition they read is not published or not checked."""
+
+
+class RowsOutsidePartitions(dg.Failure):
+    """The computation returned rows of partitions the run does not write: nothing is committed."""
+
+
+def refuse_rows_outside(name: str, column: str, part: PartitionRange, counts: dict[str | None, int]) -> None:
+    """Refuse the run when staged rows fall outside its partitions (or have no partition value).
+
+    Delta enforces ``replaceWhere`` only on a table that exists: the write that creates a table would commit
+    rows of other days into those days. Checking the staged counts catches every write the same way.
+    """
+    own = set(part.keys())
+    outside = {k: n for k, n in counts.items() if n and k not in own}
+    if not outside:
+        return
+    listed = ", ".join(
+        f"{k if k is not None else f'no {column}'} ({n} rows)"
+        for k, n in sorted(outside.items(), key=lambda item: item[0] or "")
+    )
+    raise RowsOutsidePartitions(
+        description=f"{name}: rows outside the run's partitions {part.describe()} were refused, nothing was "
+        f"written: {listed}",
+        metadata={"partitions_outside_the_run": sorted(k or "-" for k in outside)},
+    )
+
+
+@dataclass(frozen=True)
+class Published:
+    """The audit's verdicts and the commit (None when nothing passed)."""
+
+    result: WriteResult | None
+    outcomes: list[CheckOutcome]
+    failed: dict[str | None, list[CheckOutcome]]
+
+
+def publish(
+    spark: SparkSession,
+    registry: TableRegistry,
+    node: Node,
+    rows: DataFrame,
+    part: PartitionRange | None,
+    blocked: dict[str | None, list[str]],
+    *,
+    run_id: str,
+    schema: SchemaRule,
+) -> Published:
+    """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed)."""
+    table = node.table
+    location = registry.location(table.domain, table.name)
+    staged = stage(rows)
+    try:
+        audited = audit(spark, table, staged, part, location)
+        if part is not None:
+            refuse_rows_outside(table.ref, table.partition_column, part, audited.counts)
+        outcomes = [o for o in audited.outcomes if o.partition not in blocked]
+        failed = failed_partitions(outcomes)
+        chosen = [v for v in part.values() if part.grain.key(v) not in {*blocked, *failed}] if part else None
+        if (part is None and None in failed) or chosen == []:
+            return Published(None, outcomes, failed)
+        result = commit(
+            spark,
+            staged,
+            location,
+            partition_column=table.partition_column if part else None,
+            partitions=part,
+            publish=chosen if failed or blocked else None,
+            commit_info={"dagster_run_id": run_id, "asset": table.ref},
+            name=table.ref,
+            counts=audited.counts,
+            schema=schema,
+        )
+    finally:
+        staged.unpersist()
+    registry.register(spark, table.domain, table.name)
+    return Published(result, outcomes, failed)

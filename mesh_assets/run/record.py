@@ -1,0 +1,91 @@
+"""What a run records in Dagster: the materializations it published, then check results pointing at them,
+and, when partitions were refused, an observation naming them and a failure naming each reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from mesh_assets.checks.results import evaluation, run_targets
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from mesh_assets.graph.resolve import Node
+    from mesh_assets.run.pipeline import RunOutcome
+
+
+class PartitionsRefused(dg.Failure):
+    """Some partitions were refused (a blocking check failed, or an input was not ready); the rest of the
+    run's partitions were published."""
+
+    def __init__(self, description: str, partitions: list[str], checks: list[str]):
+        super().__init__(description=description, metadata={"failed_partitions": partitions, "checks": checks})
+        self.partitions, self.checks = partitions, checks
+
+
+def table_schema(schema: StructType) -> dg.TableSchema:
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                f.name, f.dataType.simpleString(), constraints=dg.TableColumnConstraints(nullable=f.nullable)
+            )
+            for f in schema.fields
+        ]
+    )
+
+
+def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
+    """(the refused partitions, ``-`` for an unpartitioned table; why, one line per check or partition)."""
+    problems = [o.describe() for failed in outcome.failed.values() for o in failed]
+    problems += [
+        f"{f'partition {p}' if p else 'table'} not computed: {', '.join(why)}"
+        for p, why in sorted(outcome.blocked.items(), key=lambda item: item[0] or "")
+    ]
+    return sorted(p or "-" for p in {*outcome.failed, *outcome.blocked}), problems
+
+
+def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -> Iterator[Any]:
+    """The run's events: the materialization (or the refusal), then check results pointing at it."""
+    key, result, run_id = node.table.key, outcome.result, context.run.run_id
+    common: dict[str, Any] = {}
+    if result is not None:
+        common = {
+            "dagster/column_schema": table_schema(result.schema),
+            "delta_version": result.version,
+            "location": result.location,
+        }
+    if outcome.undeclared_names:
+        common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
+    if outcome.failed or outcome.blocked:
+        refused, problems = refusals(outcome)
+        published = list(result.partition_rows.items()) if result else []
+        for partition, rows in published:
+            yield dg.AssetMaterialization(
+                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
+            )
+        targets = run_targets(context.instance, key, run_id, [p for p, _ in published]) if published else {}
+        for check_outcome in outcome.outcomes:
+            context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))
+        # Yielding (not only logging) flushes the check evaluations before the step fails.
+        yield dg.AssetObservation(
+            asset_key=key, metadata={"refused_partitions": refused, "problems": dg.MetadataValue.json(problems)}
+        )
+        raise PartitionsRefused(
+            f"{node.table.ref}: not published: " + "; ".join(problems),
+            refused,
+            sorted({o.name for failed in outcome.failed.values() for o in failed}),
+        )
+    assert result is not None
+    for partition, rows in result.partition_rows.items():
+        context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+    if outcome.part is None:
+        common["dagster/row_count"] = result.rows
+    elif len(result.partition_rows) > 1:
+        common["run_row_count"] = result.rows
+    yield dg.MaterializeResult(asset_key=key, metadata=common)
+    targets = run_targets(context.instance, key, run_id, list(result.partition_rows) or [None])
+    for check_outcome in outcome.outcomes:
+        context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))
