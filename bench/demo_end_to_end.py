@@ -17,19 +17,19 @@ from functools import reduce
 from pathlib import Path
 
 import dagster as dg
-from mesh_assets.run.compute import transform
 
 from bench.common import ROOT, Result, print_results
 from mesh_assets import MeshResource, mesh_definitions
-from mesh_assets.demo.generator import days
-from mesh_assets.demo.landing import land_all
-from mesh_assets.demo.run import DEMO_START, materialize_mesh
 from mesh_assets.engine.session import get_spark
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.compute import transform
 from mesh_assets.storage.writer import replace_predicate
+from mesh_examples.generator import days
+from mesh_examples.landing import land_all
+from mesh_examples.run import DEMO_START, materialize_mesh
 
 DOMAINS = ROOT / "domains"
 

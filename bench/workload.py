@@ -11,8 +11,7 @@ import dagster as dg
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from mesh_assets import MeshResource, mesh_definitions
-from mesh_assets.demo.run import executable_assets
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate

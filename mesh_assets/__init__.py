@@ -5,8 +5,9 @@ Domain teams import from here and nowhere else::
     from mesh_assets import Product, Output, Input, last, chat
 """
 
+from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.definitions import dbt_definitions, domain_definitions, mesh_definitions
+from mesh_assets.definitions import dbt_definitions, domain_definitions, executable_assets, mesh_definitions
 from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import get_spark
 from mesh_assets.model.author import Product, chat, email
@@ -36,6 +37,7 @@ from mesh_assets.run.context import ProductContext
 from mesh_assets.settings import MeshSettings, get_settings
 
 __all__ = [
+    "RESOURCE_KEY",
     "AcceptedValues",
     "Column",
     "Contact",
@@ -60,6 +62,7 @@ __all__ = [
     "dbt_definitions",
     "domain_definitions",
     "email",
+    "executable_assets",
     "get_settings",
     "get_spark",
     "last",

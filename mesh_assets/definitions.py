@@ -129,3 +129,8 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
     models = build_dbt_assets()
     defs = build_definitions(domains, extra=extra, tool_keys=models.keys)
     return dg.Definitions.merge(defs, dg.Definitions(assets=[models], resources={DBT_RESOURCE_KEY: dbt_resource()}))
+
+
+def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
+    """The assets of ``defs`` a run computes (external tables' specs left out): what ``dg.materialize`` takes."""
+    return [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) and a.is_executable]

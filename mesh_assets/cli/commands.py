@@ -102,8 +102,8 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.definitions import mesh_definitions
-    from mesh_assets.demo.run import DEMO_START, run_demo
     from mesh_assets.engine.resource import MeshResource
+    from mesh_examples.run import DEMO_START, run_demo
 
     defs = mesh_definitions()
     with persistent_instance() as instance:
@@ -308,8 +308,8 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     from datetime import UTC, datetime
 
-    from mesh_assets.demo.landing import ingest_hours
     from mesh_assets.engine.resource import MeshResource
+    from mesh_examples.landing import ingest_hours
 
     try:
         start = datetime.strptime(args.start, "%Y-%m-%dT%H").replace(tzinfo=UTC)

@@ -22,13 +22,12 @@ import yaml
 from playwright.sync_api import Page, expect
 from pyspark.sql import functions as F
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.backfill import BackfillProgress, backfill_progress
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_raw_orders
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.tables import TableRegistry
+from mesh_examples import generator
+from mesh_examples.landing import land_raw_orders
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
 

@@ -11,11 +11,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.generator import days
-from mesh_assets.demo.landing import land_all
-from mesh_assets.demo.run import executable_assets
+from mesh_examples.generator import days
+from mesh_examples.landing import land_all
 
 pytestmark = pytest.mark.spark
 

@@ -8,8 +8,8 @@ import dagster as dg
 import pytest
 
 from mesh_assets.backfill import plan_backfill
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_raw_orders
+from mesh_examples import generator
+from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 

@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_food_delivery, land_raw_orders
+from mesh_examples import generator
+from mesh_examples.landing import land_food_delivery, land_raw_orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 from zones import in_utc
 
-from mesh_assets.demo import generator
 from mesh_assets.graph.discovery import load_domain, sql_text
+from mesh_examples import generator
 
 pytestmark = pytest.mark.spark
 

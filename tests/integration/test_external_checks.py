@@ -12,8 +12,8 @@ import pytest
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observer import observer_name
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_raw_orders
+from mesh_examples import generator
+from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 

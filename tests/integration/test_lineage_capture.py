@@ -9,10 +9,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.cli import commands
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.lineage.graph import graph_from_events, read_events, undeclared_reads
 from mesh_assets.settings import get_settings
 

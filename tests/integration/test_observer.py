@@ -10,8 +10,8 @@ import pytest
 
 from mesh_assets import MeshResource
 from mesh_assets.automation.observer import build_observer
-from mesh_assets.demo.landing import ingest_hours, land_raw_order_events
 from mesh_assets.model.product import DataProduct, ExternalTable
+from mesh_examples.landing import ingest_hours, land_raw_order_events
 
 pytestmark = pytest.mark.spark
 
@@ -57,7 +57,7 @@ def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_
     keys, cursor = _tick(sensor, mesh, cursor)
     assert keys == ["2021-06-01-01:00"]
 
-    from mesh_assets.demo import generator
+    from mesh_examples import generator
 
     hours = [datetime(2021, 6, 1, h) for h in (2, 3, 4)]
     rows = [row for hour in hours for row in generator.raw_order_events(hour, 7)]

@@ -8,8 +8,8 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_raw_orders
+from mesh_examples import generator
+from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 

@@ -10,9 +10,8 @@ import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate

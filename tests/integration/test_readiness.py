@@ -11,14 +11,13 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_raw_order_events, land_raw_orders
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
+from mesh_examples import generator
+from mesh_examples.landing import land_raw_order_events, land_raw_orders
 
 pytestmark = pytest.mark.spark
 

@@ -14,9 +14,8 @@ import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.backfill import plan_rebuild
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.storage.schema import REBUILD_TAG
 
 pytestmark = pytest.mark.spark

@@ -20,12 +20,11 @@ from delta.tables import DeltaTable
 from pydantic import ValidationError
 from pyspark.sql import functions as F
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.checks.evaluate import evaluate, schema_drift
 from mesh_assets.dbt.assets import window_vars
 from mesh_assets.definitions import build_definitions
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.queries import NotAQuery
 from mesh_assets.graph.resolve import MeshGraph

@@ -20,14 +20,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from zones import local_time_zone
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observer import observe
 from mesh_assets.cli import main as cli
-from mesh_assets.demo import generator
-from mesh_assets.demo.landing import land_central
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.settings import get_settings
+from mesh_examples import generator
+from mesh_examples.landing import land_central
 
 pytestmark = pytest.mark.spark
 

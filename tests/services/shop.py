@@ -18,14 +18,13 @@ import dagster as dg
 import processes
 from pyspark.sql import SparkSession
 
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.generator import RAW_ORDERS_SCHEMA, raw_orders
-from mesh_assets.demo.run import executable_assets
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
+from mesh_examples.generator import RAW_ORDERS_SCHEMA, raw_orders
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = ROOT / "tests" / "fixtures" / "services" / "domains"

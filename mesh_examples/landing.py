@@ -7,11 +7,11 @@ from datetime import date, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
-from mesh_assets.demo import generator
 from mesh_assets.model.grain import Grain, utc
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
+from mesh_examples import generator
 
 
 def land_food_delivery(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:

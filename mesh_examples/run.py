@@ -8,11 +8,9 @@ from datetime import date
 import dagster as dg
 from pyspark.sql import functions as F
 
-from mesh_assets.assets.specs import RESOURCE_KEY
-from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.demo.generator import days
-from mesh_assets.demo.landing import land_all
-from mesh_assets.engine.resource import MeshResource
+from mesh_assets import RESOURCE_KEY, MeshResource, executable_assets, observe_now
+from mesh_examples.generator import days
+from mesh_examples.landing import land_all
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14
@@ -25,10 +23,6 @@ class AssetSummary:
     asset: str
     partitions: list[str]
     rows: dict[str, int]
-
-
-def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
-    return [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) and a.is_executable]
 
 
 def run_demo(
