@@ -56,7 +56,12 @@ def parser() -> argparse.ArgumentParser:
     rebuild.add_argument("--downstream", action="store_true", help="rebuild every table that reads it too, whole")
     rebuild.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
     rebuild.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
-    ingest = sub.add_parser("ingest", help="the simulated ingestion: land central's raw order events hour by hour")
+    ingest = sub.add_parser(
+        "ingest",
+        help="the example's simulated ingestion: land central's raw order events hour by hour",
+        description="Lands the example mesh's central.raw_order_events (mesh_examples), one Delta commit per UTC "
+        "hour, the way an outside writer would; the observer and the automation take it from there.",
+    )
     ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     lineage = sub.add_parser("lineage", help="the OpenLineage graph around a dataset or job, from emitted events")
