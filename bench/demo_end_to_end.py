@@ -17,7 +17,6 @@ from functools import reduce
 from pathlib import Path
 
 import dagster as dg
-from mesh_assets.run.compute import transform
 
 from bench.common import ROOT, Result, print_results
 from mesh_assets import MeshResource, mesh_definitions
@@ -29,6 +28,7 @@ from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.compute import transform
 from mesh_assets.storage.writer import replace_predicate
 
 DOMAINS = ROOT / "domains"

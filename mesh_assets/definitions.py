@@ -22,12 +22,12 @@ from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.discovery import DomainSpecs, load_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
     from dagster_dbt import DbtProject

@@ -22,10 +22,10 @@ import dagster as dg
 
 from mesh_assets.automation.delta_log import new_commits, partition_key
 from mesh_assets.checks.external import build_checks_job, checks_run_config
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
 from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry

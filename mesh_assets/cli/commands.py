@@ -103,7 +103,7 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.demo.run import DEMO_START, run_demo
-    from mesh_assets.engine.resource import MeshResource
+    from mesh_assets.storage.resource import MeshResource
 
     defs = mesh_definitions()
     with persistent_instance() as instance:
@@ -309,7 +309,7 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     from datetime import UTC, datetime
 
     from mesh_assets.demo.landing import ingest_hours
-    from mesh_assets.engine.resource import MeshResource
+    from mesh_assets.storage.resource import MeshResource
 
     try:
         start = datetime.strptime(args.start, "%Y-%m-%dT%H").replace(tzinfo=UTC)

@@ -26,12 +26,12 @@ from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"

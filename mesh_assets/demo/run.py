@@ -12,7 +12,7 @@ from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.demo.generator import days
 from mesh_assets.demo.landing import land_all
-from mesh_assets.engine.resource import MeshResource
+from mesh_assets.storage.resource import MeshResource
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14

@@ -14,9 +14,9 @@ from mesh_assets.lineage.events import RunDescription, build_event
 
 if TYPE_CHECKING:
     from mesh_assets.checks.evaluate import CheckOutcome
-    from mesh_assets.engine.resource import MeshResource
     from mesh_assets.graph.resolve import Node
     from mesh_assets.lineage.capture import Reads
+    from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.writer import WriteResult
 
 

@@ -9,12 +9,12 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Node
 from mesh_assets.lineage.capture import Reads
 from mesh_assets.lineage.run import ProductLineage, product_lineage
 from mesh_assets.run.publish import RunOutcome
 from mesh_assets.run.record import PartitionsRefused
+from mesh_assets.storage.resource import MeshResource
 
 
 class RunHooks:

@@ -13,7 +13,6 @@ from typing import Any
 
 import dagster as dg
 
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.lineage.capture import Reads, observed_reads
 from mesh_assets.model.partitions import PartitionRange
@@ -22,6 +21,7 @@ from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.publish import RunOutcome, publish
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
+from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import SchemaRule, rebuild_requested
 
 __all__ = ["RunOutcome", "execute", "run_output"]
