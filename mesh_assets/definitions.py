@@ -58,9 +58,8 @@ def _domain_definitions(graph: MeshGraph, domain: str, tool_keys: Iterable[dg.As
     ]
     assets += [external_spec(products[t.product], t) for t in external]
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
-    return dg.Definitions(
-        assets=assets, asset_checks=checks, sensors=domain_sensors(domain, nodes, external, tool_keys)
-    )
+    sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
+    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors)
 
 
 def build_definitions(
@@ -109,7 +108,10 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     domains = sorted({key.path[0] for key in models.keys})
     return dg.Definitions(
         assets=[models],
-        sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
+        sensors=[
+            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation)
+            for domain in domains
+        ],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
         executor=RUN_EXECUTOR,
     )

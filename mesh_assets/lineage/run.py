@@ -83,7 +83,7 @@ def _spark_version() -> str | None:
 def product_lineage(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[ProductLineage]:
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises."""
     try:
-        client = make_client()
+        client = make_client(mesh.settings)
     except ValueError as exc:
         context.log.warning(f"OpenLineage disabled for this run: {exc}")
         client = None
