@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
-from dagster_dbt.dagster_dbt_translator import DagsterDbtTranslator
+from dagster_dbt import DagsterDbtTranslator
 
+from mesh_assets.compat import dbt_invocation_params
 from mesh_assets.dbt.project import scoped_environ
 
 # dbt keeps global state (flags, event manager, adapter registry): one in-process invocation at a time.
@@ -93,9 +93,7 @@ def selection_for(
     context: dg.AssetExecutionContext, manifest: Mapping[str, Any], translator: DagsterDbtTranslator
 ) -> list[str]:
     """dbt selection arguments for the assets and checks this step executes (subsets included)."""
-    params = get_updated_cli_invocation_params_for_context(
-        context=context, manifest=manifest, dagster_dbt_translator=translator
-    )
+    params = dbt_invocation_params(context, manifest, translator)
     args = list(params.selection_args)
     if params.indirect_selection:
         args += ["--indirect-selection", params.indirect_selection]
