@@ -75,10 +75,10 @@ def build_definitions(
     """
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
-    errors = validate(domains, only, extra)
+    graph = MeshGraph(domains, extra)
+    errors = validate(domains, only, graph=graph)
     if errors:
         raise SpecValidationError(errors)
-    graph = MeshGraph(domains, extra)
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:
         by_domain.setdefault(key.path[0], []).append(key)
