@@ -1,6 +1,7 @@
 """Failure alerts come from the domain's run-failure sensor, which reads the run, not the asset body: a run that
 dies without a Python failure (its worker killed for memory or lost, then failed by the instance) alerts its
-owners too, and a refused run says why. Neither needs Spark: nothing here gets as far as computing."""
+owners too, dbt models' owners included, and a refused run says why. None needs Spark: nothing here gets as
+far as computing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import dagster as dg
 import pytest
 from failure_alerts import alert_failed_run
 
-from mesh_assets.definitions import build_definitions
+from mesh_assets.definitions import build_definitions, dbt_definitions
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.storage.resource import MeshResource
@@ -32,6 +33,14 @@ DAY = "2021-06-04"
 KILLED = "Run worker process has unexpectedly exited with code -9 (killed for memory)."
 
 
+def fail_outside_python(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey) -> dg.DagsterRun:
+    """A run of ``key`` for ``DAY`` whose worker died: the instance marks it failed, as run monitoring does."""
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={key})
+    run = instance.create_run_for_job(job, asset_selection={key}, tags={"dagster/partition": DAY})
+    instance.report_run_failed(run, message=KILLED)
+    return run
+
+
 @pytest.fixture
 def shop(tmp_path: Path, webhook) -> tuple[dg.Definitions, list[dict]]:
     """The ``shop`` domain's definitions, its alerts going to the test's receiver."""
@@ -45,9 +54,7 @@ def shop(tmp_path: Path, webhook) -> tuple[dg.Definitions, list[dict]]:
 def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
     defs, received = shop
     instance = dg.DagsterInstance.ephemeral()
-    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={ORDERS})
-    run = instance.create_run_for_job(job, asset_selection={ORDERS}, tags={"dagster/partition": DAY})
-    instance.report_run_failed(run, message=KILLED)  # what run monitoring does when the worker is gone
+    run = fail_outside_python(defs, instance, ORDERS)
 
     assert alert_failed_run(defs, instance, run.run_id, "shop") == []
     [alert] = [body["mesh"] for body in received]
@@ -88,3 +95,16 @@ def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Pa
         alert["message"]
         == f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published)"
     )
+
+
+def test_a_failed_dbt_run_alerts_the_owner_its_model_names(webhook):
+    received, point = webhook
+    point("analytics")
+    defs = dbt_definitions()  # the dbt code location, as its code server loads it
+    instance = dg.DagsterInstance.ephemeral()
+    run = fail_outside_python(defs, instance, dg.AssetKey(["analytics", "stg_orders"]))
+
+    alert_failed_run(defs, instance, run.run_id, "analytics")
+    [alert] = [body["mesh"] for body in received]
+    assert (alert["kind"], alert["product"], alert["table"]) == ("run failed", "city_kpis", "stg_orders")
+    assert (alert["owner"], alert["partitions"], alert["run_id"]) == ("analytics@example.com", [DAY], run.run_id)
