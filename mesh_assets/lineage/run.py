@@ -13,7 +13,7 @@ from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 
 if TYPE_CHECKING:
-    from mesh_assets.checks.evaluate import CheckOutcome
+    from mesh_assets.checks.outcomes import CheckOutcome
     from mesh_assets.graph.resolve import Node
     from mesh_assets.lineage.capture import Reads
     from mesh_assets.storage.resource import MeshResource

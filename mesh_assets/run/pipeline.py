@@ -2,8 +2,8 @@
 
 gate (readiness) -> compute (read windows, transform) -> stage, audit, publish (one commit) -> record (events).
 
-Each step is a function with its collaborators passed in; lineage and alerts hook in around the whole run at
-one place (:func:`execute`), not inside the steps.
+Each step is a function with its collaborators passed in; lineage hooks in around the whole run at one place
+(:func:`execute`), not inside the steps. Failure alerts come from each domain's run-failure sensor.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def run_output(
 def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
-    """The asset's body: the run with its hooks (lineage, alerts), then its events."""
+    """The asset's body: the run with its hooks (lineage), then its events."""
     with run_hooks(context, mesh, node) as hooks:
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)

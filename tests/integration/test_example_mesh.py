@@ -11,7 +11,8 @@ import pytest
 from zones import in_utc
 
 from mesh_assets.demo import generator
-from mesh_assets.graph.discovery import load_domain, sql_text
+from mesh_assets.graph.discovery import load_domain
+from mesh_assets.graph.resolve import sql_text
 
 pytestmark = pytest.mark.spark
 

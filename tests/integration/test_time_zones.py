@@ -27,6 +27,7 @@ from mesh_assets.demo import generator
 from mesh_assets.demo.landing import land_central
 from mesh_assets.demo.run import executable_assets
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import tables_of
 from mesh_assets.settings import get_settings
 
 pytestmark = pytest.mark.spark
@@ -56,8 +57,8 @@ class World:
 
     def observe(self) -> list[str]:
         """Report what the observer finds as materializations, as its sensor does; the keys it reported."""
-        products = [p for p in load_all(FIXTURE)["central"].products if p.external]
-        events, _ = observe(products, self.mesh.registry, {})
+        products = load_all(FIXTURE)["central"].products
+        events, _ = observe([t for p in products for t in tables_of(p) if t.external], self.mesh.registry, {})
         for event in events:
             self.instance.report_runless_asset_event(event)
         return [e.partition for e in events]
