@@ -27,12 +27,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
-from mesh_assets.definitions import build_definitions
 
 from bench.common import Result, print_results
 from bench.definitions_load import PARTITIONS, PRODUCTS_PER_DOMAIN, START, write_mesh
-from mesh_assets.engine.resource import MeshResource
+from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.storage.resource import MeshResource
 
 NOW = datetime.fromisoformat(START) + timedelta(days=PARTITIONS, hours=6)
 ROOT_KEY = dg.AssetKey(["d00", "raw"])

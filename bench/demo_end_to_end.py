@@ -37,28 +37,23 @@ DOMAINS = ROOT / "domains"
 def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) -> None:
     """Every product's transformation over ``first``..``last``, written straight to Delta, upstream first."""
     spark, registry = mesh.spark, mesh.registry
-    domains = load_all(DOMAINS)
-    catalog = MeshGraph(domains)
-    products = [p for specs in domains.values() for p in specs.products]
-    by_key = {(p.domain, t.output.table): (p, t) for p in products for t in p.transformations}
+    graph = MeshGraph(load_all(DOMAINS))
     log = dg.get_dagster_logger()
     for key in defs.resolve_asset_graph().toposorted_asset_keys:
-        if tuple(key.path) not in by_key:
+        node = graph.nodes.get((key.path[0], key.path[-1])) if len(key.path) == 2 else None
+        if node is None:
             continue
-        product, t = by_key[tuple(key.path)]
-        out = t.output
-        location = registry.location(product.domain, out.table)
-        if out.partitioning == "none":
-            df = transform(spark, registry, product, t, catalog, None, log, "raw")
+        out, grain = node.output, node.table.grain
+        location = registry.location(node.domain, out.table)
+        if not grain.partitioned:
+            df = transform(spark, registry, node, None, log, "raw")
             df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(location)
         else:
-            part = PartitionRange.from_keys(Grain.DAILY, first, last).as_kind(out.partitioning)
-            if t.range_aware:
-                df = transform(spark, registry, product, t, catalog, part, log, "raw")
+            part = PartitionRange.from_keys(Grain.DAILY, first, last).as_grain(grain)
+            if node.transformation.range_aware:
+                df = transform(spark, registry, node, part, log, "raw")
             else:
-                frames = [
-                    transform(spark, registry, product, t, catalog, part.single(v), log, "raw") for v in part.values()
-                ]
+                frames = [transform(spark, registry, node, part.single(v), log, "raw") for v in part.values()]
                 df = reduce(lambda a, b: a.unionByName(b), frames)
             (
                 df.write.format("delta")
@@ -67,7 +62,7 @@ def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) ->
                 .option("replaceWhere", replace_predicate(out.partition_column, part))
                 .save(location)
             )
-        registry.register(spark, product.domain, out.table)
+        registry.register(spark, node.domain, out.table)
 
 
 def run(day_count: int = 14) -> list[Result]:

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from bench.common import Result, median_of, print_results
 from mesh_assets.automation.observer import observe
 from mesh_assets.engine.session import get_spark
+from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry
 
@@ -39,19 +40,23 @@ def run(tables: int = 100, days: int = 30) -> list[Result]:
         )
     for i in range(1, tables):
         shutil.copytree(template, registry.location("ext", f"t{i:03d}"))
-    products = [
-        DataProduct(
-            domain="ext",
-            name=f"p{i:03d}",
-            owner="bench@example.com",
-            contacts=[Contact(kind="chat", value="#bench")],
-            start_date=date(2024, 1, 1),
-            external=[ExternalTable(table=f"t{i:03d}")],
+    externals = [
+        table
+        for product in (
+            DataProduct(
+                domain="ext",
+                name=f"p{i:03d}",
+                owner="bench@example.com",
+                contacts=[Contact(kind="chat", value="#bench")],
+                start_date=date(2024, 1, 1),
+                external=[ExternalTable(table=f"t{i:03d}")],
+            )
+            for i in range(tables)
         )
-        for i in range(tables)
+        for table in tables_of(product)
     ]
-    _, cursor = observe(products, registry, {})
-    idle = median_of(lambda: observe(products, registry, cursor), 7)
+    _, cursor = observe(externals, registry, {})
+    idle = median_of(lambda: observe(externals, registry, cursor), 7)
 
     def one_commit() -> float:
         (
@@ -63,7 +68,7 @@ def run(tables: int = 100, days: int = 30) -> list[Result]:
             .save(registry.location("ext", "t007"))
         )
         start = time.perf_counter()
-        events, _ = observe(products, registry, cursor)
+        events, _ = observe(externals, registry, cursor)
         elapsed = time.perf_counter() - start
         assert [e.partition for e in events] == ["2024-02-01"]
         return elapsed

@@ -1,19 +1,56 @@
-"""Every private Dagster import of the platform, in one place, each with a test (tests/unit/test_compat.py)
-that fails loudly when an upgrade moves or changes it.
+"""Every private Dagster and dagster-dbt use of the platform, in one place, each with a test
+(tests/unit/test_compat.py) that fails loudly when an upgrade moves or changes it.
 
-Dagster's public API has no equivalent for these; when it gains one, the use moves there and the entry goes.
+Neither library's public API has an equivalent for these; when one gains it, the use moves there and the entry
+goes. Everything else Mesh does with Dagster goes through ``dagster``'s and ``dagster_dbt``'s public names, and
+backfills through the webserver's GraphQL API (:mod:`mesh_assets.backfill.launch`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+from dagster._core.definitions.partitions.subset import PartitionsSubset
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 from dagster._utils.schedules import is_valid_cron_schedule
 
+if TYPE_CHECKING:
+    import dagster as dg
+    from dagster_dbt import DagsterDbtTranslator
+
+EXECUTOR_LOGGER = "dagster._core.execution.plan.active"
+"""The logger of Dagster's step executor, whose check-gating notice Mesh filters (:mod:`mesh_assets.assets.notices`)."""
+
+DBT_UNIQUE_ID_METADATA_KEY = "dagster_dbt/unique_id"
+"""dagster-dbt's metadata key for a dbt node's unique id on its asset and check specs
+(``dagster_dbt.asset_utils.DAGSTER_DBT_UNIQUE_ID_METADATA_KEY``)."""
+
+
+def dbt_invocation_params(
+    context: dg.AssetExecutionContext, manifest: Mapping[str, Any], translator: DagsterDbtTranslator
+) -> Any:
+    """The ``selection_args`` and ``indirect_selection`` dagster-dbt gives ``dbt.cli(..., context=context)``, for
+    the in-process dbt invocations that cannot go through ``DbtCliResource.cli``. Imported when called: loading a
+    code location never imports dagster-dbt."""
+    from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
+
+    return get_updated_cli_invocation_params_for_context(
+        context=context, manifest=manifest, dagster_dbt_translator=translator
+    )
+
+
 __all__ = [
+    "DBT_UNIQUE_ID_METADATA_KEY",
+    "EXECUTOR_LOGGER",
     "AssetCheckEvaluationTargetMaterializationData",
     "AssetCheckExecutionRecordStatus",
+    "AssetGraph",
+    "PartitionsSubset",
+    "dbt_invocation_params",
     "is_valid_cron_schedule",
 ]

@@ -2,9 +2,9 @@
 
 Here, and only here, the pieces meet: discovery and governance, the graph resolved once, the assets and
 checks built from it, dbt's models, each domain's sensors (automation, external-table observer, input
-deadlines), the one resource and the executor. Each domain validates its own products strictly (any
-governance error stops that location) and reads the other domains only to resolve what it consumes, so one
-broken domain never takes the others down.
+deadlines, failure alerts), the one resource and the executor. Each domain validates its own products
+strictly (any governance error stops that location) and reads the other domains only to resolve what it
+consumes, so one broken domain never takes the others down.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset
 from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.discovery import DomainSpecs, load_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
     from dagster_dbt import DbtProject
@@ -58,9 +59,11 @@ def _domain_definitions(graph: MeshGraph, domain: str, tool_keys: Iterable[dg.As
     ]
     assets += [external_spec(products[t.product], t) for t in external]
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
-    return dg.Definitions(
-        assets=assets, asset_checks=checks, sensors=domain_sensors(domain, nodes, external, tool_keys)
-    )
+    sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
+    built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
+    if (alerts := build_failure_sensor(domain, built, get_settings().alerts)) is not None:
+        sensors.append(alerts)
+    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors)
 
 
 def build_definitions(
@@ -76,10 +79,10 @@ def build_definitions(
     """
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
-    errors = validate(domains, only, extra)
+    graph = MeshGraph(domains, extra)
+    errors = validate(domains, only, graph=graph)
     if errors:
         raise SpecValidationError(errors)
-    graph = MeshGraph(domains, extra)
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:
         by_domain.setdefault(key.path[0], []).append(key)
@@ -101,15 +104,24 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
 
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
-    """The code location of the dbt project's models: their assets (with checks), automation, Mesh and dbt."""
+    """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
+    (to the owners the models' meta names), Mesh and dbt."""
     from mesh_assets.automation.sensors import automation_sensor
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
+    from mesh_assets.dbt.catalog import dbt_tables
 
     models = build_dbt_assets(project, manifest_path)
     domains = sorted({key.path[0] for key in models.keys})
+    manifest = manifest_path or (Path(project.manifest_path) if project else None)
+    tables = [t for t in dbt_tables(manifest) if t.key in models.keys]
+    alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
     return dg.Definitions(
         assets=[models],
-        sensors=[automation_sensor(domain, [k for k in models.keys if k.path[0] == domain]) for domain in domains],
+        sensors=[
+            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation)
+            for domain in domains
+        ]
+        + [sensor for sensor in alerts if sensor is not None],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
         executor=RUN_EXECUTOR,
     )

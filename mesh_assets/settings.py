@@ -55,6 +55,14 @@ class AlertSettings(BaseModel):
     timeout_seconds: float = 5.0
 
 
+class DagsterSettings(BaseModel):
+    """The Dagster webserver Mesh talks to: ``mesh backfill`` and ``mesh rebuild`` launch and follow backfills
+    through its GraphQL API, as the UI does (``make dev`` serves it on this address)."""
+
+    url: str = "http://127.0.0.1:3000"
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+
 class AutomationSettings(BaseModel):
     """Data-dependency-driven runs: each domain's automation sensor and external-table observer."""
 
@@ -96,6 +104,7 @@ class MeshSettings(BaseSettings):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     lineage: LineageSettings = Field(default_factory=LineageSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     automation: AutomationSettings = Field(default_factory=AutomationSettings)
     partition_start: str = "2021-01-01"
     instance: Literal["sqlite", "postgres"] = "sqlite"

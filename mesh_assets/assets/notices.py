@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-EXECUTOR_LOGGER = "dagster._core.execution.plan.active"
+from mesh_assets.compat import EXECUTOR_LOGGER
 
 
 class _CheckGatingNotice(logging.Filter):

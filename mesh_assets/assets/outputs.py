@@ -13,9 +13,9 @@ from dagster import AssetExecutionContext
 from mesh_assets.assets.mappings import mapping_for
 from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tags, table_metadata, table_pool
 from mesh_assets.checks.results import check_specs
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.product import PySparkTransformation
+from mesh_assets.storage.resource import MeshResource
 
 
 def output_spec(node: Node, automation_condition: dg.AutomationCondition | None) -> dg.AssetSpec:

@@ -22,7 +22,7 @@ from mesh_assets.model.grain import midnight, utc
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import DataProduct
 from mesh_assets.run.readiness import input_range
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
 log = logging.getLogger(__name__)
@@ -72,12 +72,11 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
     return flags
 
 
-def build_deadline_sensor(domain: str, nodes: list[Node]) -> dg.SensorDefinition | None:
+def build_deadline_sensor(domain: str, nodes: list[Node], settings: AutomationSettings) -> dg.SensorDefinition | None:
     """The deadline watcher of ``domain``'s outputs ``nodes``; None when no input sets a freshness or timeout."""
     watched = [n for n in nodes if any(r.input.freshness_hours or r.input.timeout_hours for r in n.reads)]
     if not watched:
         return None
-    settings = get_settings().automation
 
     @dg.sensor(
         name=f"{domain}__input_deadlines",

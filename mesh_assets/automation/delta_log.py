@@ -11,13 +11,13 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from mesh_assets.automation.log_files import log_versions, read_commit
+from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.model.grain import Grain, utc
 
 
-def first_version(location: str) -> int | None:
+def first_version(files: LogFiles, location: str) -> int | None:
     """The oldest commit still in the log (a first observation starts there); None if there is no table."""
-    versions = log_versions(location)
+    versions = files.versions(location)
     return versions[0] if versions else None
 
 
@@ -45,12 +45,12 @@ def parse_commit(version: int, text: str) -> Commit:
     return commit
 
 
-def new_commits(location: str, after: int | None) -> list[Commit]:
+def new_commits(files: LogFiles, location: str, after: int | None) -> list[Commit]:
     """Commits after version ``after`` (None: from the oldest still in the log)."""
-    version = first_version(location) if after is None else after + 1
+    version = first_version(files, location) if after is None else after + 1
     commits: list[Commit] = []
     while version is not None:
-        text = read_commit(location, version)
+        text = files.read_commit(location, version)
         if text is None:
             break
         commits.append(parse_commit(version, text))

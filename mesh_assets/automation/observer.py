@@ -21,16 +21,19 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from mesh_assets.automation.delta_log import new_commits, partition_key
+from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.checks.external import build_checks_job, checks_run_config
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AutomationSettings, S3Settings
+from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry
 
 log = logging.getLogger(__name__)
+LOCAL = LogFiles(S3Settings())
+"""Log files on the local disk (or in the default AWS S3 configuration)."""
 
 
 OBSERVER_SUFFIX = "__observe_external_tables"
@@ -45,9 +48,10 @@ def observe_table(
     location: str,
     after: int | None,
     warn: Callable[[str], None] = log.warning,
+    files: LogFiles = LOCAL,
 ) -> tuple[list[dg.AssetMaterialization], int | None]:
     """Materializations for the partitions the commits after ``after`` touched, and the last version read."""
-    commits = new_commits(location, after)
+    commits = new_commits(files, location, after)
     if not commits:
         return [], after
     now = datetime.now(UTC)
@@ -93,12 +97,14 @@ def observe(
     registry: TableRegistry,
     cursor: dict[str, int],
     warn: Callable[[str], None] = log.warning,
+    files: LogFiles = LOCAL,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, int]]:
-    """One tick over the external ``tables``."""
+    """One tick over the external ``tables`` (their logs read through ``files``)."""
     events: list[dg.AssetMaterialization] = []
     cursor = dict(cursor)
     for table in tables:
-        found, last = observe_table(table, registry.location(table.domain, table.name), cursor.get(table.ref), warn)
+        location = registry.location(table.domain, table.name)
+        found, last = observe_table(table, location, cursor.get(table.ref), warn, files)
         events += found
         if last is not None:
             cursor[table.ref] = last
@@ -127,11 +133,10 @@ def check_requests(events: list[dg.AssetMaterialization], jobs: dict[dg.AssetKey
     return requests
 
 
-def build_observer(domain: str, tables: list[Table]) -> dg.SensorDefinition | None:
+def build_observer(domain: str, tables: list[Table], settings: AutomationSettings) -> dg.SensorDefinition | None:
     """The observer of ``domain``'s external ``tables``; None when it has none."""
     if not tables:
         return None
-    settings = get_settings().automation
     jobs = {t.key: job for t in tables if (job := build_checks_job(t)) is not None}
 
     @dg.sensor(
@@ -143,7 +148,7 @@ def build_observer(domain: str, tables: list[Table]) -> dg.SensorDefinition | No
     )
     def _observer(context: dg.SensorEvaluationContext, mesh: MeshResource) -> dg.SensorResult:
         cursor = json.loads(context.cursor) if context.cursor else {}
-        events, cursor = observe(tables, mesh.registry, cursor, context.log.warning)
+        events, cursor = observe(tables, mesh.registry, cursor, context.log.warning, LogFiles(mesh.settings.s3))
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 

@@ -9,18 +9,19 @@ import dagster as dg
 from mesh_assets.automation.deadlines import build_deadline_sensor
 from mesh_assets.automation.observer import build_observer
 from mesh_assets.graph.resolve import Node, Table
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AutomationSettings
 
 ENGINE_TAG = "mesh/engine"
 
 
-def automation_sensor(domain: str, keys: Iterable[dg.AssetKey]) -> dg.AutomationConditionSensorDefinition:
+def automation_sensor(
+    domain: str, keys: Iterable[dg.AssetKey], settings: AutomationSettings
+) -> dg.AutomationConditionSensorDefinition:
     """Evaluates the automation conditions of ``domain``'s own assets ``keys`` (running unless disabled in settings).
 
     The target names the keys: Dagster resolves every sensor's target against the whole graph when a code
     location loads, and a tag or prefix selection would scan every asset once per domain.
     """
-    settings = get_settings().automation
     return dg.AutomationConditionSensorDefinition(
         name=f"{domain}__automation",
         target=dg.AssetSelection.assets(*sorted(set(keys))),
@@ -32,13 +33,18 @@ def automation_sensor(domain: str, keys: Iterable[dg.AssetKey]) -> dg.Automation
 
 
 def domain_sensors(
-    domain: str, nodes: list[Node], external: list[Table], tool_keys: Iterable[dg.AssetKey] = ()
+    domain: str,
+    nodes: list[Node],
+    external: list[Table],
+    settings: AutomationSettings,
+    tool_keys: Iterable[dg.AssetKey] = (),
 ) -> list[dg.SensorDefinition]:
     """The domain's sensors over its outputs ``nodes`` and its ``external`` tables; ``tool_keys`` are the
     domain's assets built by other tools (dbt models) beside it."""
     outputs = [n.table.key for n in nodes]
-    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, [*outputs, *tool_keys])] if outputs else []
-    for extra in (build_observer(domain, external), build_deadline_sensor(domain, nodes)):
+    keys = [*outputs, *tool_keys]
+    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, keys, settings)] if outputs else []
+    for extra in (build_observer(domain, external, settings), build_deadline_sensor(domain, nodes, settings)):
         if extra is not None:
             sensors.append(extra)
     return sensors

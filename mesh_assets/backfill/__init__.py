@@ -1,14 +1,18 @@
 """Lineage-driven backfills and rebuilds: plan the partitions to recompute, launch them as one backfill."""
 
 from mesh_assets.backfill.computable import LeftOut
+from mesh_assets.backfill.launch import (
+    BackfillProgress,
+    Webserver,
+    WebserverError,
+    backfill_progress,
+    launch_backfill,
+    not_published,
+)
 from mesh_assets.backfill.plan import (
     BackfillError,
     BackfillPlan,
-    BackfillProgress,
     PlannedAsset,
-    backfill_progress,
-    failed_partitions,
-    launch_backfill,
     parse_asset_key,
     plan_backfill,
 )
@@ -20,9 +24,11 @@ __all__ = [
     "BackfillProgress",
     "LeftOut",
     "PlannedAsset",
+    "Webserver",
+    "WebserverError",
     "backfill_progress",
-    "failed_partitions",
     "launch_backfill",
+    "not_published",
     "parse_asset_key",
     "plan_backfill",
     "plan_rebuild",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.partitions.subset import PartitionsSubset
+
+from mesh_assets.compat import AssetGraph, PartitionsSubset
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def _span(keys: list[str]) -> str:
 
 
 def _unreadable(
-    graph: BaseAssetGraph, published: _Published, key: dg.AssetKey, subset: PartitionsSubset
+    graph: AssetGraph, published: _Published, key: dg.AssetKey, subset: PartitionsSubset
 ) -> dict[dg.AssetKey, tuple[set[str], set[str]]]:
     """Per input of ``key``: (partitions of ``subset`` that read an input partition neither published nor
     planned, those input partitions). Mapped through the partition mappings a subset at a time, not a key at a
@@ -79,7 +79,7 @@ def _unreadable(
 
 
 def _read_by(
-    graph: BaseAssetGraph, key: dg.AssetKey, parent: dg.AssetKey, dropped: set[str], missing: set[str]
+    graph: AssetGraph, key: dg.AssetKey, parent: dg.AssetKey, dropped: set[str], missing: set[str]
 ) -> set[str]:
     """The missing input partitions that the dropped partitions read (the reason names only those)."""
     child_def, parent_def = graph.get(key).partitions_def, graph.get(parent).partitions_def
@@ -97,7 +97,7 @@ def _reason(parent: dg.AssetKey, missing: set[str]) -> str:
 
 
 def computable(
-    graph: BaseAssetGraph, instance: dg.DagsterInstance, reached: dict[dg.AssetKey, PartitionsSubset | None]
+    graph: AssetGraph, instance: dg.DagsterInstance, reached: dict[dg.AssetKey, PartitionsSubset | None]
 ) -> tuple[dict[dg.AssetKey, PartitionsSubset | None], list[LeftOut]]:
     """``reached`` without the partitions that cannot be computed, in dependency order, and what was left out."""
     kept: dict[dg.AssetKey, PartitionsSubset | None] = {}

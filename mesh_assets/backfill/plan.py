@@ -3,9 +3,8 @@
 Fixing days D1..Dn of an asset makes stale every downstream partition whose window reads one of them.
 The plan walks the asset graph in topological order and maps each asset's partitions to its children's
 through the declared partition mappings (a ``last 7`` input maps day D to D..D+6), so the plan is exactly
-what Dagster itself considers downstream. Launching it adds ONE asset backfill to the instance: the same
-object the UI's "Materialize" dialog creates, listed and cancellable on the Backfills page and executed
-by the daemon (each asset's range as one run, since partitioned assets use a single-run backfill policy).
+what Dagster itself considers downstream. It is launched as ONE asset backfill
+(:mod:`mesh_assets.backfill.launch`).
 """
 
 from __future__ import annotations
@@ -15,14 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.partitions.subset import PartitionsSubset
-from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
-from dagster._core.utils import make_new_backfill_id
-from dagster._time import get_current_timestamp
 
 from mesh_assets.backfill.computable import LeftOut, computable
+from mesh_assets.compat import AssetGraph, PartitionsSubset
 from mesh_assets.model.grain import Grain, PartitionKeyError
 
 
@@ -30,7 +24,7 @@ class BackfillError(ValueError):
     """A backfill request that cannot be planned (unknown asset, bad or out-of-range partition)."""
 
 
-def parse_asset_key(name: str, graph: BaseAssetGraph) -> dg.AssetKey:
+def parse_asset_key(name: str, graph: AssetGraph) -> dg.AssetKey:
     """``food_delivery/orders`` or ``food_delivery.orders`` -> the asset key, which must be in ``graph``."""
     parts = [p for p in name.replace(".", "/").split("/") if p]
     key = dg.AssetKey(parts)
@@ -91,13 +85,12 @@ class PlannedAsset:
 
 @dataclass(frozen=True)
 class BackfillPlan:
-    """The assets and partitions to recompute, in topological order, and the subset Dagster backfills."""
+    """The assets and partitions to recompute, in topological order: what one asset backfill targets."""
 
     root: dg.AssetKey
     root_range: dg.PartitionKeyRange | None
     """``None`` when the root is unpartitioned (a rebuild of a FULL table)."""
     assets: tuple[PlannedAsset, ...]
-    subset: AssetGraphSubset
     left_out: tuple[LeftOut, ...] = ()
     """Partitions downstream of the range that cannot be computed (an input was never materialized)."""
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -125,8 +118,16 @@ class BackfillPlan:
         return sum(a.partition_count or 1 for a in self.assets)
 
 
+def planned(graph: AssetGraph, key: dg.AssetKey, subset: PartitionsSubset | None) -> PlannedAsset:
+    """``subset`` of ``key`` as the plan lists it: its partition ranges (none when unpartitioned)."""
+    pdef = graph.get(key).partitions_def
+    if subset is None or pdef is None:
+        return PlannedAsset(key, (), 0)
+    return PlannedAsset(key, tuple(subset.get_partition_key_ranges(pdef)), len(subset))
+
+
 def _downstream(
-    graph: BaseAssetGraph, parent: dg.AssetKey, parent_subset: PartitionsSubset | None, child: dg.AssetKey
+    graph: AssetGraph, parent: dg.AssetKey, parent_subset: PartitionsSubset | None, child: dg.AssetKey
 ) -> PartitionsSubset | None:
     """The child's partitions that read ``parent_subset`` (``None`` = the unpartitioned child)."""
     child_def = graph.get(child).partitions_def
@@ -142,7 +143,7 @@ def _downstream(
 
 
 def plan_backfill(
-    graph: BaseAssetGraph,
+    graph: AssetGraph,
     root: str | dg.AssetKey,
     start: str,
     end: str,
@@ -181,92 +182,8 @@ def plan_backfill(
     if instance is not None:
         reached, left_out = computable(graph, instance, reached)
     order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
-    assets, partitioned, unpartitioned = [], {}, set()
-    for k in sorted(reached, key=order.__getitem__):
-        subset, pdef = reached[k], graph.get(k).partitions_def
-        if subset is None or pdef is None:
-            unpartitioned.add(k)
-            assets.append(PlannedAsset(k, (), 0))
-            continue
-        partitioned[k] = subset
-        ranges = tuple(subset.get_partition_key_ranges(pdef))
-        assets.append(PlannedAsset(k, ranges, len(subset)))
-    subset = AssetGraphSubset(partitions_subsets_by_asset_key=partitioned, non_partitioned_asset_keys=unpartitioned)
-    return BackfillPlan(key, rng, tuple(assets), subset, tuple(left_out))
+    assets = tuple(planned(graph, k, reached[k]) for k in sorted(reached, key=order.__getitem__))
+    return BackfillPlan(key, rng, assets, tuple(left_out))
 
 
 LAUNCHED_BY_TAG = "mesh/launched_by"
-
-
-def launch_backfill(instance: dg.DagsterInstance, plan: BackfillPlan, *, tags: Mapping[str, str] | None = None) -> str:
-    """Add the plan to ``instance`` as one asset backfill (status REQUESTED; the daemon runs it)."""
-    backfill_id = make_new_backfill_id()
-    root = plan.root.to_user_string()
-    span = f"{root} {plan.root_range.start}..{plan.root_range.end}" if plan.root_range else root
-    backfill = PartitionBackfill.from_asset_graph_subset(
-        backfill_id=backfill_id,
-        backfill_timestamp=get_current_timestamp(),
-        tags={LAUNCHED_BY_TAG: "mesh backfill", "mesh/root": root, **plan.tags, **(tags or {})},
-        dynamic_partitions_store=instance,
-        asset_graph_subset=plan.subset,
-        title=plan.title or (f"{span} and downstream" if len(plan.assets) > 1 else span),
-        description=plan.description,
-        run_config=None,
-    )
-    instance.add_backfill(backfill)
-    return backfill_id
-
-
-TERMINAL = {
-    BulkActionStatus.COMPLETED,
-    BulkActionStatus.COMPLETED_SUCCESS,
-    BulkActionStatus.COMPLETED_FAILED,
-    BulkActionStatus.FAILED,
-    BulkActionStatus.CANCELED,
-}
-
-
-@dataclass(frozen=True)
-class BackfillProgress:
-    status: str
-    done: int
-    failed: int
-    requested: int
-    total: int
-
-    @property
-    def finished(self) -> bool:
-        return BulkActionStatus(self.status) in TERMINAL
-
-
-def failed_partitions(instance: dg.DagsterInstance, backfill_id: str) -> dict[str, list[str]]:
-    """``{"<domain>/<table>": [partition, ...]}`` the backfill did not publish (failed or refused); a long list
-    is shortened to its first and last key."""
-    backfill = instance.get_backfill(backfill_id)
-    data = backfill.asset_backfill_data if backfill else None
-    if data is None:
-        return {}
-    failed = data.failed_and_downstream_subset
-    out: dict[str, list[str]] = {}
-    for key in sorted(failed.asset_keys, key=lambda k: k.to_user_string()):
-        subset = failed.partitions_subsets_by_asset_key.get(key)
-        keys = sorted(subset.get_partition_keys()) if subset is not None else ["-"]
-        out[key.to_user_string()] = keys if len(keys) <= 5 else [f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"]
-    return out
-
-
-def backfill_progress(instance: dg.DagsterInstance, backfill_id: str) -> BackfillProgress:
-    """The backfill's status and partition counts as the daemon last recorded them."""
-    backfill = instance.get_backfill(backfill_id)
-    if backfill is None:
-        raise BackfillError(f"no backfill {backfill_id} on this instance")
-    data = backfill.asset_backfill_data
-    if data is None:
-        return BackfillProgress(backfill.status.value, 0, 0, 0, 0)
-    return BackfillProgress(
-        backfill.status.value,
-        data.materialized_subset.num_partitions_and_non_partitioned_assets,
-        data.failed_and_downstream_subset.num_partitions_and_non_partitioned_assets,
-        data.requested_subset.num_partitions_and_non_partitioned_assets,
-        data.target_subset.num_partitions_and_non_partitioned_assets,
-    )

@@ -9,16 +9,14 @@ range (they would be dropped). The UI launches the same by adding the tag in the
 from __future__ import annotations
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.partitions.subset import PartitionsSubset
 
 from mesh_assets.backfill.computable import LeftOut, computable
-from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillError, BackfillPlan, PlannedAsset, parse_asset_key
+from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillError, BackfillPlan, parse_asset_key, planned
+from mesh_assets.compat import AssetGraph, PartitionsSubset
 from mesh_assets.storage.schema import REBUILD_TAG
 
 
-def _closure(graph: BaseAssetGraph, root: dg.AssetKey) -> list[dg.AssetKey]:
+def _closure(graph: AssetGraph, root: dg.AssetKey) -> list[dg.AssetKey]:
     """``root`` and every executable asset downstream of it, in dependency order."""
     reached = {root}
     for key in graph.toposorted_asset_keys:
@@ -28,7 +26,7 @@ def _closure(graph: BaseAssetGraph, root: dg.AssetKey) -> list[dg.AssetKey]:
 
 
 def plan_rebuild(
-    graph: BaseAssetGraph,
+    graph: AssetGraph,
     root: str | dg.AssetKey,
     *,
     downstream: bool = False,
@@ -49,23 +47,14 @@ def plan_rebuild(
     left_out: list[LeftOut] = []
     if instance is not None:
         reached, left_out = computable(graph, instance, reached)
-    assets, partitioned, unpartitioned = [], {}, set()
-    for k, every in reached.items():
-        pdef = graph.get(k).partitions_def
-        if pdef is None or every is None:
-            unpartitioned.add(k)
-            assets.append(PlannedAsset(k, (), 0))
-            continue
-        partitioned[k] = every
-        assets.append(PlannedAsset(k, tuple(every.get_partition_key_ranges(pdef)), len(every)))
+    assets = tuple(planned(graph, k, subset) for k, subset in reached.items())
     if not assets:
-        return BackfillPlan(key, None, (), AssetGraphSubset(), tuple(left_out))
+        return BackfillPlan(key, None, (), tuple(left_out))
     name = key.to_user_string()
     return BackfillPlan(
         key,
         assets[0].ranges[0] if assets[0].ranges else None,
-        tuple(assets),
-        AssetGraphSubset(partitions_subsets_by_asset_key=partitioned, non_partitioned_asset_keys=unpartitioned),
+        assets,
         tuple(left_out),
         tags={REBUILD_TAG: "true", LAUNCHED_BY_TAG: "mesh rebuild"},
         title=f"Rebuild {name}{' and downstream' if len(assets) > 1 else ''}",

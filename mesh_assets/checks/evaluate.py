@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from mesh_assets.checks.contract import schema_drift
 from mesh_assets.checks.errors import missing_columns, spark_error
+from mesh_assets.checks.outcomes import CheckOutcome
 from mesh_assets.graph.queries import rewrite_tables
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.checks import (
@@ -43,35 +44,6 @@ from mesh_assets.storage.delta import is_delta_table
 PK = "__mesh_partition"
 SAMPLE_ROWS = 5
 UNPARTITIONED = "-"
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """One check's verdict on one partition (``None`` for an unpartitioned table)."""
-
-    check: CheckSpec
-    partition: str | None
-    passed: bool
-    failing_rows: int = 0
-    sample: list[dict[str, Any]] = field(default_factory=list)
-    detail: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    """Why the check could not judge the partition (it then failed); None when it judged."""
-
-    @property
-    def name(self) -> str:
-        return self.check.check_name
-
-    def describe(self) -> str:
-        where = f" on partition {self.partition}" if self.partition else ""
-        if self.error:
-            return f"check {self.name}{where} errored: {self.error}"
-        extra = f" ({self.failing_rows} failing rows)" if self.failing_rows else ""
-        if "drift" in self.detail:
-            extra = f" ({'; '.join(self.detail['drift'])})"
-        elif "reason" in self.detail:
-            extra = f" ({self.detail['reason']})"
-        return f"check {self.name}{where} failed{extra}"
 
 
 def row_failure(check: CheckSpec) -> Column | None:
@@ -315,12 +287,3 @@ def evaluate(
 ) -> list[CheckOutcome]:
     """Every check of ``table`` on ``staged``, one outcome per check and partition."""
     return audit(spark, table, staged, part, location, checks).outcomes
-
-
-def failed_partitions(outcomes: Iterable[CheckOutcome]) -> dict[str | None, list[CheckOutcome]]:
-    """Partitions that a blocking check failed, with the failing outcomes."""
-    out: dict[str | None, list[CheckOutcome]] = {}
-    for o in outcomes:
-        if not o.passed and o.check.blocking:
-            out.setdefault(o.partition, []).append(o)
-    return out

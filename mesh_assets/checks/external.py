@@ -15,10 +15,10 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.checks.results import check_specs, evaluation, target_of
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.storage.resource import MeshResource
 
 RESOURCE_KEY = "mesh"
 

@@ -14,7 +14,7 @@ from mesh_assets.compat import AssetCheckEvaluationTargetMaterializationData
 from mesh_assets.graph.resolve import Table
 
 if TYPE_CHECKING:
-    from mesh_assets.checks.evaluate import CheckOutcome
+    from mesh_assets.checks.outcomes import CheckOutcome
 
 
 def check_specs(table: Table) -> list[dg.AssetCheckSpec]:

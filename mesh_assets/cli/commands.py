@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from rich.console import Console
@@ -16,9 +14,6 @@ from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
 from mesh_assets.settings import get_settings
-
-if TYPE_CHECKING:
-    from mesh_assets.backfill import BackfillPlan
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -102,7 +97,7 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.definitions import mesh_definitions
-    from mesh_assets.engine.resource import MeshResource
+    from mesh_assets.storage.resource import MeshResource
     from mesh_examples.run import DEMO_START, run_demo
 
     defs = mesh_definitions()
@@ -187,94 +182,30 @@ def report_undeclared_reads(console: Console, runs: int) -> int:
 
 def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.backfill import plan_backfill
+    from mesh_assets.cli.backfills import plan_and_launch
 
-    return plan_and_launch(
-        lambda graph, instance: plan_backfill(
-            graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance
-        ),
-        args,
-        console,
-    )
+    with persistent_instance() as instance:
+        return plan_and_launch(
+            lambda graph: plan_backfill(
+                graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance
+            ),
+            instance,
+            args,
+            console,
+        )
 
 
 def cmd_rebuild(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.backfill import plan_rebuild
+    from mesh_assets.cli.backfills import plan_and_launch
 
-    return plan_and_launch(
-        lambda graph, instance: plan_rebuild(graph, args.asset, downstream=args.downstream, instance=instance),
-        args,
-        console,
-    )
-
-
-def plan_and_launch(
-    plan_for: Callable[[Any, dg.DagsterInstance], BackfillPlan], args: argparse.Namespace, console: Console
-) -> int:
-    """Plan over the whole mesh's asset graph and what the instance has published, print the plan (and what it
-    leaves out), and (unless ``--dry-run``) launch it as one backfill."""
-    from mesh_assets.backfill import BackfillError, launch_backfill
-    from mesh_assets.definitions import mesh_definitions
-
-    graph = mesh_definitions().resolve_asset_graph()
     with persistent_instance() as instance:
-        try:
-            plan = plan_for(graph, instance)
-        except BackfillError as exc:
-            console.print(f"[red]error[/red] {exc}", highlight=False)
-            return 2
-        title = plan.title or "Backfill plan"
-        table = Table(title=f"{title}: {plan.partition_count} partition(s) of {len(plan.assets)} asset(s)")
-        table.add_column("asset", no_wrap=True)
-        table.add_column("partitions")
-        table.add_column("count", justify="right")
-        for asset in plan.assets:
-            table.add_row(asset.key.to_user_string(), asset.describe(), str(asset.partition_count or "-"))
-        console.print(table)
-        if plan.left_out:
-            console.print("Left out, as they cannot be computed:")
-            for item in plan.left_out:
-                console.print(f"  {item.describe()}", highlight=False)
-        if not plan.assets:
-            console.print("[red]error[/red] nothing in the range can be computed; nothing launched", highlight=False)
-            return 1
-        if args.dry_run:
-            console.print("Dry run: nothing launched.")
-            return 0
-        backfill_id = launch_backfill(instance, plan)
-        console.print(f"Launched backfill [bold]{backfill_id}[/bold] on {instance.root_directory}")
-        console.print("The Dagster daemon executes it (`make dev`); see the Backfills page to follow or cancel it.")
-        if args.wait:
-            return wait_for_backfill(instance, backfill_id, console)
-    return 0
-
-
-def wait_for_backfill(instance: dg.DagsterInstance, backfill_id: str, console: Console, interval: float = 2.0) -> int:
-    import time
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from mesh_assets.backfill import backfill_progress, failed_partitions
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        state = backfill_progress(instance, backfill_id)
-        task = progress.add_task(state.status, total=state.total or None)
-        while True:
-            state = backfill_progress(instance, backfill_id)
-            progress.update(
-                task,
-                completed=state.done + state.failed,
-                total=state.total or None,
-                description=f"{state.status} ({state.failed} failed)" if state.failed else state.status,
-            )
-            if state.finished:
-                break
-            time.sleep(interval)
-    ok = state.status in ("COMPLETED", "COMPLETED_SUCCESS") and not state.failed
-    console.print(f"Backfill {backfill_id}: [{'green' if ok else 'red'}]{state.status}[/]")
-    for asset, partitions in failed_partitions(instance, backfill_id).items():
-        console.print(f"  not published: {asset} {', '.join(partitions)}", highlight=False)
-    return 0 if ok else 1
+        return plan_and_launch(
+            lambda graph: plan_rebuild(graph, args.asset, downstream=args.downstream, instance=instance),
+            instance,
+            args,
+            console,
+        )
 
 
 def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
@@ -308,7 +239,7 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     from datetime import UTC, datetime
 
-    from mesh_assets.engine.resource import MeshResource
+    from mesh_assets.storage.resource import MeshResource
     from mesh_examples.landing import ingest_hours
 
     try:

@@ -34,28 +34,33 @@ def parser() -> argparse.ArgumentParser:
     backfill = sub.add_parser(
         "backfill",
         help="recompute an asset's partition range (and what reads it) as one Dagster backfill",
-        description="Plans the partitions to recompute through the asset graph's partition mappings and adds one "
-        "asset backfill to the instance (.mesh/dagster or DAGSTER_HOME), visible and cancellable on the "
-        "Backfills page. The Dagster daemon executes it: run `make dev` (or `dagster-daemon run`).",
+        description="Plans the partitions to recompute through the asset graph's partition mappings and launches "
+        "one asset backfill through the Dagster webserver, as the UI does (the dagster.url setting, "
+        "http://127.0.0.1:3000 by default), visible and cancellable on the Backfills page. The Dagster daemon "
+        "executes it: run `make dev`. --dry-run needs neither.",
     )
     backfill.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
     backfill.add_argument("--start", required=True, help="first partition (YYYY-MM-DD)")
     backfill.add_argument("--end", required=True, help="last partition (YYYY-MM-DD)")
     backfill.add_argument("--downstream", action="store_true", help="include every partition downstream of the range")
     backfill.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
-    backfill.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
+    backfill.add_argument(
+        "--wait", action="store_true", help="follow the backfill until it ends (needs the daemon running)"
+    )
     rebuild = sub.add_parser(
         "rebuild",
         help="rewrite a table with its new schema: every partition, one Dagster backfill (a dropped, renamed or "
         "retyped column)",
-        description="Plans every partition of the table, first to last, and adds one asset backfill tagged "
-        "mesh/rebuild=true: its run replaces the whole table, and its schema, in one Delta commit. The Dagster "
-        "daemon executes it: run `make dev` (or `dagster-daemon run`).",
+        description="Plans every partition of the table, first to last, and launches one asset backfill tagged "
+        "mesh/rebuild=true through the Dagster webserver: its run replaces the whole table, and its schema, in one "
+        "Delta commit. The Dagster daemon executes it: run `make dev`. --dry-run needs neither.",
     )
     rebuild.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
     rebuild.add_argument("--downstream", action="store_true", help="rebuild every table that reads it too, whole")
     rebuild.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
-    rebuild.add_argument("--wait", action="store_true", help="poll until the backfill ends (needs a running daemon)")
+    rebuild.add_argument(
+        "--wait", action="store_true", help="follow the backfill until it ends (needs the daemon running)"
+    )
     ingest = sub.add_parser(
         "ingest",
         help="the example's simulated ingestion: land central's raw order events hour by hour",

@@ -26,12 +26,11 @@ from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"
@@ -75,7 +74,9 @@ def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
             registry.register(spark, domain, name)
 
 
-def unready_models(context: dg.AssetExecutionContext) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
+def unready_models(
+    context: dg.AssetExecutionContext, mesh: MeshResource
+) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
@@ -84,7 +85,7 @@ def unready_models(context: dg.AssetExecutionContext) -> dict[dg.AssetKey, dict[
     from mesh_assets.model.product import Input
     from mesh_assets.run.readiness import unready
 
-    catalog = MeshGraph(load_all(get_settings().domains_dir), dbt_tables())
+    graph = MeshGraph(load_all(mesh.settings.domains_dir), dbt_tables())
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
     part = PartitionRange.from_keys(Grain.DAILY, rng.start, rng.end)
@@ -92,7 +93,7 @@ def unready_models(context: dg.AssetExecutionContext) -> dict[dg.AssetKey, dict[
     for key in sorted(context.selected_asset_keys):
         reads = []
         for dep in sorted(set(context.assets_def.asset_deps.get(key, ())) - own):
-            info = catalog.get(*dep.path) if len(dep.path) == 2 else None
+            info = graph.get(*dep.path) if len(dep.path) == 2 else None
             if info is None:
                 raise dg.Failure(
                     description=f"dbt model {key.to_user_string()} reads {dep.to_user_string()}, "
@@ -131,7 +132,7 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
         def dbt_models(
             context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
         ):
-            unready = unready_models(context)
+            unready = unready_models(context, mesh)
             if (dbt.target or "session") != "session":
                 if unready:  # dbt writes itself there: it cannot leave days out of a run
                     reasons = sorted(
@@ -161,7 +162,7 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
                     window=window_vars(context),
                     full_refresh=config.full_refresh,
                     dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
-                    target_path=get_settings().home / "dbt" / "target",
+                    target_path=mesh.settings.home / "dbt" / "target",
                     env=dbt_env(mesh.registry.warehouse),
                 )
                 yield from publish_models(context, mesh, models, full_refresh=config.full_refresh, unready=unready)

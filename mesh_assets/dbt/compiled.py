@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt.asset_utils import DAGSTER_DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
-from dagster_dbt.dagster_dbt_translator import DagsterDbtTranslator
+from dagster_dbt import DagsterDbtTranslator
 from sqlglot import exp
 
+from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import partition_column
 from mesh_assets.dbt.runner import invoke_dbt, selection_for
 

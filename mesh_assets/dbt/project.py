@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,24 +46,39 @@ def dbt_env(warehouse: str | None = None) -> dict[str, str]:
     return {WAREHOUSE_ENV: (warehouse or get_settings().warehouse_uri).rstrip("/")}
 
 
+@contextmanager
+def scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Environment variables set for the block only (dbt reads its configuration from them)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def prepare(warehouse: str | None = None) -> Path:
     """Parse the project in-process and write ``target/manifest.json`` (no Spark, no downloads)."""
     from dbt.cli.main import dbtRunner
 
     project = mesh_dbt_project()
-    os.environ.update(dbt_env(warehouse))
-    result = dbtRunner().invoke(
-        [
-            "parse",
-            "--project-dir",
-            str(project.project_dir),
-            "--profiles-dir",
-            str(project.profiles_dir),
-            "--target",
-            project.target or "session",
-            "--quiet",
-        ]
-    )
+    with scoped_environ(dbt_env(warehouse)):
+        result = dbtRunner().invoke(
+            [
+                "parse",
+                "--project-dir",
+                str(project.project_dir),
+                "--profiles-dir",
+                str(project.profiles_dir),
+                "--target",
+                project.target or "session",
+                "--quiet",
+            ]
+        )
     if not result.success:
         raise RuntimeError(f"dbt parse failed: {result.exception}")
     return Path(project.manifest_path)

@@ -17,10 +17,10 @@ from mesh_assets.checks.results import run_targets
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun, gate_model
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.record import table_schema
+from mesh_assets.storage.resource import MeshResource
 
 
 def _evaluation(outcome: TestOutcome, target: Any) -> dg.AssetCheckEvaluation:

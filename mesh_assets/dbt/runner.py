@@ -8,33 +8,19 @@ tables Mesh registered, and the compiled nodes come back as objects rather than 
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
-from dagster_dbt.dagster_dbt_translator import DagsterDbtTranslator
+from dagster_dbt import DagsterDbtTranslator
+
+from mesh_assets.compat import dbt_invocation_params
+from mesh_assets.dbt.project import scoped_environ
 
 # dbt keeps global state (flags, event manager, adapter registry): one in-process invocation at a time.
 _dbt_lock = threading.Lock()
-
-
-@contextmanager
-def _environ(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class InProcessDbtResult:
@@ -97,7 +83,7 @@ def invoke_dbt(
         "--log-level-file",
         "none",
     ]
-    with _dbt_lock, _environ({**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}):
+    with _dbt_lock, scoped_environ({**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}):
         result = dbtRunner(callbacks=[collect]).invoke(argv)
     nodes = {r.node.unique_id: r.node for r in getattr(result.result, "results", None) or [] if hasattr(r, "node")}
     return InProcessDbtResult(bool(result.success), events, result.exception, nodes)
@@ -107,9 +93,7 @@ def selection_for(
     context: dg.AssetExecutionContext, manifest: Mapping[str, Any], translator: DagsterDbtTranslator
 ) -> list[str]:
     """dbt selection arguments for the assets and checks this step executes (subsets included)."""
-    params = get_updated_cli_invocation_params_for_context(
-        context=context, manifest=manifest, dagster_dbt_translator=translator
-    )
+    params = dbt_invocation_params(context, manifest, translator)
     args = list(params.selection_args)
     if params.indirect_selection:
         args += ["--indirect-selection", params.indirect_selection]

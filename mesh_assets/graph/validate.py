@@ -102,7 +102,9 @@ def _check_transformation_code(product: DataProduct, graph: MeshGraph) -> list[S
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
             field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
-            problem, read = _sql_problem(sql_text(t, product))
+            node = graph.nodes.get((product.domain, t.output.table))
+            sql = node.sql if node is not None and node.transformation is t else sql_text(t, product)
+            problem, read = _sql_problem(sql or "")
             if problem:
                 errors.append(_err(product, t.line, field, problem))
                 continue
@@ -183,10 +185,14 @@ def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecErro
 
 
 def validate(
-    domains: dict[str, DomainSpecs], only: set[str] | None = None, extra: Iterable[Table] = ()
+    domains: dict[str, DomainSpecs],
+    only: set[str] | None = None,
+    extra: Iterable[Table] = (),
+    graph: MeshGraph | None = None,
 ) -> list[SpecError]:
-    """Every governance error in ``domains`` (restricted to the ``only`` domains if given)."""
-    graph = MeshGraph(domains, extra)
+    """Every governance error in ``domains`` (restricted to the ``only`` domains if given); ``graph`` is the
+    mesh already resolved from them, when the caller has it."""
+    graph = graph or MeshGraph(domains, extra)
     chosen = [s for name, s in domains.items() if only is None or name in only]
     errors: list[SpecError] = [e for s in chosen for e in s.errors]
     for first, second in graph.duplicates:

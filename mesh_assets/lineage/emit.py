@@ -17,7 +17,7 @@ from openlineage.client.transport.console import ConsoleConfig, ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
 
-from mesh_assets.settings import LineageSettings, MeshSettings, get_settings
+from mesh_assets.settings import LineageSettings, MeshSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,8 @@ class DailyFileTransport(FileTransport):
         super().emit(event)
 
 
-def make_client(settings: MeshSettings | None = None) -> OpenLineageClient | None:
+def make_client(settings: MeshSettings) -> OpenLineageClient | None:
     """The client for the configured transport, or ``None`` when lineage is off."""
-    settings = settings or get_settings()
     cfg: LineageSettings = settings.lineage
     if cfg.transport == "none":
         return None

@@ -13,10 +13,10 @@ from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 
 if TYPE_CHECKING:
-    from mesh_assets.checks.evaluate import CheckOutcome
-    from mesh_assets.engine.resource import MeshResource
+    from mesh_assets.checks.outcomes import CheckOutcome
     from mesh_assets.graph.resolve import Node
     from mesh_assets.lineage.capture import Reads
+    from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.writer import WriteResult
 
 
@@ -83,7 +83,7 @@ def _spark_version() -> str | None:
 def product_lineage(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[ProductLineage]:
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises."""
     try:
-        client = make_client()
+        client = make_client(mesh.settings)
     except ValueError as exc:
         context.log.warning(f"OpenLineage disabled for this run: {exc}")
         client = None

@@ -2,8 +2,8 @@
 
 gate (readiness) -> compute (read windows, transform) -> stage, audit, publish (one commit) -> record (events).
 
-Each step is a function with its collaborators passed in; lineage and alerts hook in around the whole run at
-one place (:func:`execute`), not inside the steps.
+Each step is a function with its collaborators passed in; lineage hooks in around the whole run at one place
+(:func:`execute`), not inside the steps. Failure alerts come from each domain's run-failure sensor.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 
 import dagster as dg
 
-from mesh_assets.engine.resource import MeshResource
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.lineage.capture import Reads, observed_reads
 from mesh_assets.model.partitions import PartitionRange
@@ -22,6 +21,7 @@ from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.publish import RunOutcome, publish
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
+from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import SchemaRule, rebuild_requested
 
 __all__ = ["RunOutcome", "execute", "run_output"]
@@ -55,7 +55,7 @@ def run_output(
 def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
-    """The asset's body: the run with its hooks (lineage, alerts), then its events."""
+    """The asset's body: the run with its hooks (lineage), then its events."""
     with run_hooks(context, mesh, node) as hooks:
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
-from mesh_assets.checks.evaluate import CheckOutcome, audit, failed_partitions
+from mesh_assets.checks.evaluate import audit
+from mesh_assets.checks.outcomes import CheckOutcome, failed_partitions
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.schema import SchemaRule

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from mesh_assets.graph.resolve import Node
-    from mesh_assets.run.pipeline import RunOutcome
+    from mesh_assets.run.publish import RunOutcome
 
 
 class PartitionsRefused(dg.Failure):

@@ -7,6 +7,7 @@ one Spark Connect server share that catalog; registering there tolerates another
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
@@ -20,8 +21,9 @@ class TableNotFoundError(LookupError):
     """A registered name whose Delta table has never been written."""
 
 
-_SESSION_NAMES: dict[int, dict[str, str]] = {}
-"""Per SparkSession: registered ``domain.table`` name -> the Delta location it points at."""
+_SESSION_NAMES: weakref.WeakKeyDictionary[SparkSession, dict[str, str]] = weakref.WeakKeyDictionary()
+"""Per live SparkSession: registered ``domain.table`` name -> the Delta location it points at (forgotten with
+the session, so a new session never inherits names it does not have)."""
 
 
 def _registered_location(spark: SparkSession, domain: str, table: str) -> str | None:
@@ -51,7 +53,7 @@ class TableRegistry:
         """
         name = f"{check_identifier(domain)}.{check_identifier(table)}"
         location = self.location(domain, table)
-        names = _SESSION_NAMES.setdefault(id(spark), {})
+        names = _SESSION_NAMES.setdefault(spark, {})
         if names.get(name) == location and spark.catalog.tableExists(name):
             return name
         if not is_delta_table(spark, location):

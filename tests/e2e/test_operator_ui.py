@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.backfill import BackfillProgress, backfill_progress
+from mesh_assets.backfill import BackfillProgress, Webserver, backfill_progress
 from mesh_assets.storage.tables import TableRegistry
 from mesh_examples import generator
 from mesh_examples.landing import land_raw_orders
@@ -45,6 +45,7 @@ BACKFILL_TIMEOUT = 480
 @dataclass
 class OperatorWorld:
     instance: dg.DagsterInstance
+    url: str
     warehouse: Path
     failed_run_id: str
     failed_checks: list[str]
@@ -100,6 +101,7 @@ def world(dagster_services, spark) -> OperatorWorld:
     dagster_services.start(LOAD_TIMEOUT)
     return OperatorWorld(
         instance=instance,
+        url=dagster_services.url,
         warehouse=warehouse,
         failed_run_id=result.run_id,
         failed_checks=failed_checks,
@@ -221,7 +223,7 @@ def wait_for_backfill(world: OperatorWorld, backfill_id: str) -> BackfillProgres
     deadline = time.monotonic() + BACKFILL_TIMEOUT
     while True:
         world.check_alive()
-        progress = backfill_progress(world.instance, backfill_id)
+        progress = backfill_progress(Webserver(world.url), backfill_id)
         if progress.finished:
             return progress
         assert time.monotonic() < deadline, f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT}s: {progress}"

@@ -1,19 +1,19 @@
-"""`mesh backfill --wait` against a real Dagster daemon: the launched backfill runs, and the CLI follows it."""
+"""`mesh backfill --wait` as under ``make dev``: launched through a real webserver, executed by a real daemon,
+followed by the CLI."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.instance.ref import InstanceRef
 from pyspark.sql import functions as F
+from services import processes
+from webserver import BIN, dagster_webserver, workspace
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -27,55 +27,41 @@ DAYS = [date(2021, 6, 1), date(2021, 6, 2), date(2021, 6, 3)]
 BAD_DAY = date(2021, 6, 4)
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A throwaway Mesh home and Dagster instance, with one code location (food_delivery)."""
-    (tmp_path / "dagster").mkdir()
-    workspace = tmp_path / "workspace.yaml"
-    workspace.write_text(
-        "load_from:\n"
-        "  - python_file:\n"
-        f"      relative_path: {ROOT / 'domains' / 'food_delivery' / 'definitions.py'}\n"
-        f"      working_directory: {ROOT}\n"
-        "      location_name: food_delivery\n"
-    )
+    base = tmp_path_factory.mktemp("deployment")
+    (base / "dagster").mkdir()
+    locations = {"food_delivery": ROOT / "domains" / "food_delivery" / "definitions.py"}
     return {
         **os.environ,
-        "MESH_HOME": str(tmp_path),
-        "DAGSTER_HOME": str(tmp_path / "dagster"),
+        "MESH_HOME": str(base),
+        "DAGSTER_HOME": str(base / "dagster"),
         "MESH_PROJECT_ROOT": str(ROOT),
         "MESH_AUTOMATION__ENABLED": "false",  # only the backfill runs: no sensor competes for the machine
-        "MESH_WORKSPACE": str(workspace),
+        "MESH_WORKSPACE": str(workspace(base / "workspace.yaml", locations, ROOT)),
     }
 
 
-@pytest.fixture
-def daemon(deployment: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen]:
-    bin_dir = Path(sys.executable).parent
-    subprocess.run([bin_dir / "mesh", "setup"], env=deployment, check=True, capture_output=True)
-    log = (tmp_path / "daemon.log").open("w")
-    process = subprocess.Popen(
-        [bin_dir / "dagster-daemon", "run", "-w", deployment["MESH_WORKSPACE"]],
-        env=deployment,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    yield process
-    os.killpg(process.pid, signal.SIGTERM)
+@pytest.fixture(scope="module")
+def services(deployment: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``make dev`` for the module: the instance set up, a daemon and a webserver; the CLI's environment."""
+    base = Path(deployment["MESH_HOME"])
+    subprocess.run([BIN / "mesh", "setup"], env=deployment, check=True, capture_output=True)
+    workspace_yaml = Path(deployment["MESH_WORKSPACE"])
+    daemon = processes.start([BIN / "dagster-daemon", "run", "-w", workspace_yaml], base / "daemon.log", deployment)
     try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+        with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
+            yield {**deployment, "MESH_DAGSTER__URL": url}
+    finally:
+        processes.stop(daemon)
 
 
 def backfill(deployment: dict[str, str], start: str, end: str) -> subprocess.CompletedProcess:
     """``mesh backfill food_delivery.orders --start .. --end .. --wait`` as an operator types it."""
     return subprocess.run(
         [
-            Path(sys.executable).parent / "mesh",
+            BIN / "mesh",
             "backfill",
             "food_delivery.orders",
             "--start",
@@ -92,20 +78,21 @@ def backfill(deployment: dict[str, str], start: str, end: str) -> subprocess.Com
     )
 
 
-def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemon, tmp_path) -> None:
-    mesh = MeshResource(warehouse=str(tmp_path / "warehouse"))
+def test_backfill_wait_follows_the_daemon_to_completion(spark, services) -> None:
+    base = Path(services["MESH_HOME"])
+    mesh = MeshResource(warehouse=str(base / "warehouse"))
     land_food_delivery(spark, mesh.registry, [*DAYS, BAD_DAY])
     rows = [(None, *row[1:]) if i == 0 else row for i, row in enumerate(generator.raw_orders(BAD_DAY))]
     land_raw_orders(spark, mesh.registry, BAD_DAY, BAD_DAY, rows)  # an order without its id: refused upstream
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
+    with dg.DagsterInstance.from_config(services["DAGSTER_HOME"]) as instance:
         observe_now(mesh_definitions(ROOT / "domains"), instance, mesh)  # the observer's report and check run
 
-    done = backfill(deployment, "2021-06-01", "2021-06-03")
-    assert done.returncode == 0, done.stdout + done.stderr + (tmp_path / "daemon.log").read_text()[-4000:]
+    done = backfill(services, "2021-06-01", "2021-06-03")
+    assert done.returncode == 0, done.stdout + done.stderr + (base / "daemon.log").read_text()[-4000:]
     assert "Launched backfill" in done.stdout
     assert "COMPLETED" in done.stdout
 
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(deployment["DAGSTER_HOME"])) as instance:
+    with dg.DagsterInstance.from_config(services["DAGSTER_HOME"]) as instance:
         [first] = instance.get_backfills()
         assert first.status.value in ("COMPLETED", "COMPLETED_SUCCESS")
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": first.backfill_id}))
@@ -121,7 +108,7 @@ def test_backfill_wait_follows_the_daemon_to_completion(spark, deployment, daemo
     expected = {r["p_date"]: r["n"] for r in counted.collect()}
     assert per_day == expected and set(per_day) == set(DAYS)
 
-    refused = backfill(deployment, "2021-06-03", BAD_DAY.isoformat())  # the bad day's input check failed
+    refused = backfill(services, "2021-06-03", BAD_DAY.isoformat())  # the bad day's input check failed
 
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "COMPLETED_FAILED" in refused.stdout or "FAILED" in refused.stdout

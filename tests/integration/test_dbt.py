@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
+from mesh_assets.model.grain import Grain
 from mesh_examples import generator
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -107,9 +108,9 @@ def test_graph_joins_platform_and_dbt_assets(world, dbt_assets_def):
     checks = {c.key.name: c.blocking for c in dbt_assets_def.check_specs if c.key.asset_key == STG}
     assert checks["accepted_values_stg_orders_status__delivered__cancelled"] is True
     assert not all(c.blocking for c in dbt_assets_def.check_specs), "severity warn tests do not block"
-    tables = {(t.domain, t.table): t for t in dbt_tables()}
+    tables = {(t.domain, t.name): t for t in dbt_tables()}
     assert tables[("analytics", "city_daily_kpis")].published
-    assert tables[("analytics", "city_daily_kpis")].partitioning == "daily"
+    assert tables[("analytics", "city_daily_kpis")].grain is Grain.DAILY
     assert not tables[("analytics", "stg_orders")].published
 
 

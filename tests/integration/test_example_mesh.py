@@ -10,7 +10,8 @@ import dagster as dg
 import pytest
 from zones import in_utc
 
-from mesh_assets.graph.discovery import load_domain, sql_text
+from mesh_assets.graph.discovery import load_domain
+from mesh_assets.graph.resolve import sql_text
 from mesh_examples import generator
 
 pytestmark = pytest.mark.spark

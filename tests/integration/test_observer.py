@@ -10,7 +10,9 @@ import pytest
 
 from mesh_assets import MeshResource
 from mesh_assets.automation.observer import build_observer
+from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import DataProduct, ExternalTable
+from mesh_assets.settings import get_settings
 from mesh_examples.landing import ingest_hours, land_raw_order_events
 
 pytestmark = pytest.mark.spark
@@ -41,7 +43,7 @@ def _tick(
 
 def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_path) -> None:
     mesh = MeshResource(warehouse=str(tmp_path / "wh"))
-    sensor = build_observer("central", [PRODUCT])
+    sensor = build_observer("central", list(tables_of(PRODUCT)), get_settings().automation)
     assert sensor is not None
 
     assert _tick(sensor, mesh, None) == ([], "{}")  # no table yet: nothing, and nothing remembered
@@ -78,7 +80,7 @@ def test_regional_commits_are_reported_per_day_and_region(spark, tmp_path) -> No
         external=(ExternalTable(table="raw_shifts", regions=("apac", "eu", "latam")),),
     )
     mesh = MeshResource(warehouse=str(tmp_path / "wh"))
-    sensor = build_observer("courier", [product])
+    sensor = build_observer("courier", list(tables_of(product)), get_settings().automation)
     location = mesh.registry.location("courier", "raw_shifts")
 
     def land(rows: list[tuple]) -> None:

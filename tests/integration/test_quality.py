@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from delta.tables import DeltaTable
+from failure_alerts import alert_failed_run
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -218,6 +219,7 @@ def test_failed_blocking_check_alerts_the_domain_channel(qa, webhook):
     qa.land(day, [*GOOD, (None, "a", 1)])
     result = qa.run(CLEAN, day)
     assert not result.success
+    alert_failed_run(qa.defs, qa.instance, result.run_id, "qa")  # as the daemon does once the run failed
     assert len(received) == 1
     alert = received[0]["mesh"]
     assert (alert["domain"], alert["product"], alert["table"]) == ("qa", "events", "clean_events")

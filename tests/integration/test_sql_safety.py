@@ -22,12 +22,13 @@ from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.checks.evaluate import evaluate, schema_drift
+from mesh_assets.checks.contract import schema_drift
+from mesh_assets.checks.evaluate import evaluate
 from mesh_assets.dbt.assets import window_vars
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.queries import NotAQuery
-from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.graph.resolve import Node, tables_of
 from mesh_assets.model.checks import AcceptedValues, NotNull, SqlAssertion, Unique
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.model.grain import Grain, PartitionKeyError
@@ -161,22 +162,24 @@ def test_sql_product_binds_the_window_as_parameters(site):
     ],
 )
 def test_sql_that_skipped_validation_is_refused_at_run_time(site, sql):
+    output = Output(table="rogue", checks=(SqlAssertion(sql=sql),))
     product = DataProduct(
         domain="rel",
         name="rogue",
         owner="rel@example.com",
         contacts=[{"kind": "chat", "value": "#rel"}],
-        transformations=(SqlTransformation(output=Output(table="rogue"), sql=sql),),
+        transformations=(SqlTransformation(output=output, sql=sql),),
     )
+    [table] = tables_of(product)
+    node = Node(product, product.transformations[0], table, reads=(), sql=sql)
     part = PartitionRange.from_keys(Grain.DAILY, DAY, DAY)
     log = SimpleNamespace(warning=print)
     with pytest.raises(NotAQuery):
-        transform(site.spark, site.registry, product, product.transformations[0], MeshGraph({}), part, log, "run")
+        transform(site.spark, site.registry, node, part, log, "run")
 
     staged = site.spark.createDataFrame([(1, date(2021, 6, 3))], "id bigint, p_date date")
-    output = Output(table="rogue", checks=(SqlAssertion(sql=sql),))
     with pytest.raises(NotAQuery):
-        evaluate(site.spark, output, staged, part)
+        evaluate(site.spark, table, staged, part)
 
 
 @pytest.mark.parametrize(
@@ -228,7 +231,9 @@ def test_check_columns_partition_columns_and_windows(build):
 def test_contract_types_are_only_compared(site):
     output = Output(table="x", contract=(Column(name="id", type=INJECTION),))
     df = site.spark.createDataFrame([(1, date(2021, 6, 3))], "id bigint, p_date date")
-    assert schema_drift(output, df) == [f"column id is bigint, contract says {INJECTION}"]
+    assert schema_drift(output.contract, output.partition_column, df) == [
+        f"column id is bigint, contract says {INJECTION}"
+    ]
 
 
 @pytest.mark.parametrize("key", KEYS)

@@ -24,6 +24,7 @@ from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observer import observe
 from mesh_assets.cli import main as cli
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import tables_of
 from mesh_assets.settings import get_settings
 from mesh_examples import generator
 from mesh_examples.landing import land_central
@@ -55,8 +56,8 @@ class World:
 
     def observe(self) -> list[str]:
         """Report what the observer finds as materializations, as its sensor does; the keys it reported."""
-        products = [p for p in load_all(FIXTURE)["central"].products if p.external]
-        events, _ = observe(products, self.mesh.registry, {})
+        products = load_all(FIXTURE)["central"].products
+        events, _ = observe([t for p in products for t in tables_of(p) if t.external], self.mesh.registry, {})
         for event in events:
             self.instance.report_runless_asset_event(event)
         return [e.partition for e in events]

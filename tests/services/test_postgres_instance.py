@@ -1,6 +1,7 @@
 """The Dagster instance on Postgres (dagster-postgres) as ``mesh setup --instance postgres`` writes it: a
-backfill executed by the backfill daemon's own iteration, then four runs at once from separate processes
-(each with its own Spark) writing one table through one instance, with no lock errors and nothing lost."""
+backfill launched through a webserver on that instance and executed by the backfill daemon's own iteration,
+then four runs at once from separate processes (each with its own Spark) writing one table through one
+instance, with no lock errors and nothing lost."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.backfill import execute_backfill_iteration
 from postgres import DATABASE, USER, Postgres, start_postgres, stop_postgres
 from pyspark.sql import functions as F
+from webserver import dagster_webserver, workspace
 
 from mesh_assets import MeshResource
 from mesh_assets.assets.specs import table_pool
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.backfill import backfill_progress, launch_backfill, plan_backfill
+from mesh_assets.backfill import Webserver, backfill_progress, launch_backfill, plan_backfill
 from mesh_assets.settings import get_settings
 from mesh_assets.storage.tables import TableRegistry
 
@@ -80,34 +82,43 @@ def warehouse(postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     get_settings.cache_clear()
 
 
-def execute_backfill(instance: dg.DagsterInstance, backfill_id: str, iterations: int = 10) -> str:
+@pytest.fixture(scope="module")
+def webserver(postgres: Postgres, dagster_home: Path) -> Iterator[Webserver]:
+    """The webserver ``mesh backfill`` launches through, on the Postgres instance, serving ``shop``."""
+    env = {**os.environ, **postgres.env, "DAGSTER_HOME": str(dagster_home)}
+    served = workspace(dagster_home.parent / "workspace.yaml", {"shop": DEFINITIONS}, DEFINITIONS.parent)
+    with dagster_webserver(served, env, dagster_home.parent / "webserver.log") as url:
+        yield Webserver(url)
+
+
+def execute_backfill(instance: dg.DagsterInstance, webserver: Webserver, backfill_id: str, iterations: int = 10) -> str:
     """What ``dagster-daemon`` does for a requested backfill, one iteration at a time, until it ends."""
     origin = LoadableTargetOrigin(executable_path=sys.executable, python_file=str(DEFINITIONS), attribute="defs")
     target = InProcessWorkspaceLoadTarget(InProcessCodeLocationOrigin(origin, location_name="shop"))
     with WorkspaceProcessContext(instance, target) as context:
         for _ in range(iterations):
             list(execute_backfill_iteration(context, logging.getLogger("mesh.tests.backfill")))
-            progress = backfill_progress(instance, backfill_id)
+            progress = backfill_progress(webserver, backfill_id)
             if progress.finished:
                 return progress.status
-    return backfill_progress(instance, backfill_id).status
+    return backfill_progress(webserver, backfill_id).status
 
 
 def test_runs_at_once_and_a_backfill_on_postgres_lose_nothing(
-    spark, postgres: Postgres, dagster_home: Path, warehouse: str, tmp_path: Path
+    spark, postgres: Postgres, dagster_home: Path, webserver: Webserver, warehouse: str, tmp_path: Path
 ) -> None:
     written = (dagster_home / "dagster.yaml").read_text()
     assert "postgres_db:" in written and "DAGSTER_PG_PASSWORD" in written and postgres.password not in written
     registry = TableRegistry(warehouse)
     shop.land(spark, registry, DAYS)
 
-    # a backfill as `mesh backfill` adds it, executed by the daemon's backfill iteration
+    # a backfill as `mesh backfill` launches it, executed by the daemon's backfill iteration
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home), overrides=IN_PROCESS_RUNS)) as daemon:
         observe_now(shop.definitions(), daemon, MeshResource(warehouse=warehouse))  # the observer's report
         graph = shop.definitions().resolve_asset_graph()
         plan = plan_backfill(graph, "shop.orders", BACKFILLED[0], BACKFILLED[-1], downstream=False)
-        backfill_id = launch_backfill(daemon, plan)
-        assert execute_backfill(daemon, backfill_id) == "COMPLETED_SUCCESS"
+        backfill_id = launch_backfill(webserver, plan)
+        assert execute_backfill(daemon, webserver, backfill_id) == "COMPLETED_SUCCESS"
 
     # four runs started at once, each in its own process with its own Spark, on the same instance; their
     # partitions are disjoint, which Delta commits concurrently, so the operator lets the table's pool take four

@@ -1,4 +1,5 @@
-"""Backfill plans through the asset graph, and the one backfill they launch (no Spark, no daemon)."""
+"""Backfill plans through the asset graph, and the one backfill they launch through the webserver, as the UI
+does (no Spark, no daemon)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mesh_assets import mesh_definitions
-from mesh_assets.backfill import BackfillError, launch_backfill, plan_backfill
+from mesh_assets import definitions, mesh_definitions
+from mesh_assets.backfill import (
+    BackfillError,
+    Webserver,
+    WebserverError,
+    backfill_progress,
+    launch_backfill,
+    plan_backfill,
+)
 from mesh_assets.cli import commands, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +28,14 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return mesh_definitions(ROOT / "domains").resolve_asset_graph()
+def mesh() -> dg.Definitions:
+    """The example's domains, without dbt's models (the webserver serves only food_delivery)."""
+    return mesh_definitions(ROOT / "domains")
+
+
+@pytest.fixture(scope="module")
+def graph(mesh):
+    return mesh.resolve_asset_graph()
 
 
 def test_plan_is_the_downstream_closure(graph):
@@ -46,21 +60,40 @@ def test_bad_partitions_are_refused(graph, start, end, message):
         plan_backfill(graph, "food_delivery.orders", start, end)
 
 
-def test_launch_adds_one_asset_backfill(graph):
-    instance = dg.DagsterInstance.ephemeral()
-    plan = plan_backfill(graph, "food_delivery.orders", "2021-06-04", "2021-06-06")
-    backfill_id = launch_backfill(instance, plan)
-    [backfill] = instance.get_backfills()
-    assert backfill.backfill_id == backfill_id and backfill.is_asset_backfill
+def targets(backfill, graph) -> dict[str, list[str]]:
+    """A stored backfill's target, as ``BackfillPlan.as_dict`` lists it."""
     target = backfill.asset_backfill_data.target_subset
-    got = {
+    return {
         k.to_user_string(): [
             f"{r.start}..{r.end}"
             for r in target.get_partitions_subset(k).get_partition_key_ranges(graph.get(k).partitions_def)
         ]
         for k in target.asset_keys
     }
-    assert got == EXPECTED
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_launch_adds_one_asset_backfill_through_the_webserver(graph, served):
+    plan = plan_backfill(graph, "food_delivery.orders", "2021-06-04", "2021-06-06")
+    backfill_id = launch_backfill(Webserver(served.url), plan)
+    backfill = served.instance.get_backfill(backfill_id)
+    assert backfill.is_asset_backfill and targets(backfill, graph) == EXPECTED
+    assert backfill.title == "food_delivery/orders 2021-06-04..2021-06-06 and downstream"
+    assert backfill.tags["mesh/root"] == "food_delivery/orders" and backfill.tags["mesh/launched_by"] == "mesh backfill"
+    progress = backfill_progress(Webserver(served.url), backfill_id)
+    assert (progress.status, progress.done, progress.total, progress.finished) == ("REQUESTED", 0, 3 + 9 + 9, False)
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_an_asset_the_webserver_does_not_serve_is_refused_by_name(graph, served):
+    key = next(k for k in graph.toposorted_asset_keys if k.path[0] == "courier" and graph.get(k).is_executable)
+    first = graph.get(key).partitions_def.get_first_partition_key()
+    before = served.backfill_ids()
+    with pytest.raises(WebserverError, match=f"does not serve {key.to_user_string()}: its workspace needs"):
+        launch_backfill(Webserver(served.url), plan_backfill(graph, key, first, first, downstream=False))
+    assert served.backfill_ids() == before
 
 
 def published(instance: dg.DagsterInstance, table: str, days: int) -> None:
@@ -70,28 +103,60 @@ def published(instance: dg.DagsterInstance, table: str, days: int) -> None:
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=f"2021-06-{day:02d}"))
 
 
-def test_cli_dry_run_launches_nothing(monkeypatch, capsys, tmp_path):
+def planning_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mesh: dg.Definitions) -> dg.DagsterInstance:
+    """The instance ``mesh backfill`` reads what is published from; it plans over ``mesh``."""
     home = tmp_path / "dagster"
     home.mkdir()
     monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
-    instance = dg.DagsterInstance.local_temp(str(home))
-    args = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]
-    assert main.main([*args, "--dry-run"]) == 1  # nothing was ever materialized: nothing can be computed
-    assert "food_delivery/orders 2021-06-04..2021-06-06 (3): food_delivery/raw_orders" in capsys.readouterr().out
+    monkeypatch.setattr(definitions, "mesh_definitions", lambda: mesh)
+    return dg.DagsterInstance.local_temp(str(home))
+
+
+def landed(instance: dg.DagsterInstance) -> None:
+    """Raw orders of 06-01..12 and the dimensions landed; orders published for 06-01..09 only."""
     published(instance, "raw_orders", 12)
     for dimension in ("menus", "menu_items", "categories"):
         instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(["food_delivery", dimension])))
-    published(instance, "orders", 9)  # 06-01..06-09: the 7-day windows ending 06-10..12 cannot be computed
-    assert main.main([*args, "--dry-run"]) == 0
+    published(instance, "orders", 9)  # the 7-day windows ending 06-10..12 cannot be computed
+
+
+ARGS = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]
+
+
+def test_cli_dry_run_launches_nothing(mesh, monkeypatch, capsys, tmp_path, no_webserver):
+    instance = planning_instance(monkeypatch, tmp_path, mesh)
+    assert main.main([*ARGS, "--dry-run"]) == 1  # nothing was ever materialized: nothing can be computed
+    assert "food_delivery/orders 2021-06-04..2021-06-06 (3): food_delivery/raw_orders" in capsys.readouterr().out
+    landed(instance)
+    assert main.main([*ARGS, "--dry-run"]) == 0  # no webserver needed, no launch attempted
     out = capsys.readouterr().out
     assert "orders_7_days" in out and "2021-06-04..2021-06-09" in out
     assert (
         "food_delivery/orders_7_days 2021-06-10..2021-06-12 (3): food_delivery/orders 2021-06-10..2021-06-12 (3) "
         "never materialized" in " ".join(out.split())
     )
-    assert instance.get_backfills() == []
+    assert "Dry run: nothing launched." in out and no_webserver not in out
     assert main.main(["backfill", "food_delivery.orders", "--start", "2021-06-31", "--end", "2021-07-01"]) == 2
-    assert "invalid daily partition key" in capsys.readouterr().out
-    assert instance.get_backfills() == []
-    assert main.main(args) == 0
-    assert len(instance.get_backfills()) == 1
+    out = capsys.readouterr().out
+    assert "invalid daily partition key" in out and no_webserver not in out
+    assert main.main(ARGS) == 1  # a launch needs the webserver
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"no Dagster webserver answers at {no_webserver}" in out
+    assert "start the webserver: make dev" in out and "nothing launched" in out
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_cli_launches_what_can_be_computed_through_the_webserver(
+    mesh, graph, monkeypatch, capsys, tmp_path, cli_webserver
+):
+    landed(planning_instance(monkeypatch, tmp_path, mesh))
+    before = cli_webserver.backfill_ids()
+    assert main.main(ARGS) == 0
+    [launched] = cli_webserver.backfill_ids() - before
+    assert f"Launched backfill {launched} through {cli_webserver.url}" in capsys.readouterr().out
+    assert targets(cli_webserver.instance.get_backfill(launched), graph) == {
+        "food_delivery/orders": ["2021-06-04..2021-06-06"],
+        "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-09"],
+        "food_delivery/orders_7_days": ["2021-06-04..2021-06-09"],
+    }

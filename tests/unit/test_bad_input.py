@@ -135,8 +135,9 @@ def example_mesh() -> dg.Definitions:
 
 
 @pytest.fixture
-def cli_instance(monkeypatch, example_mesh):
-    """``mesh backfill`` on a throwaway instance, over the example mesh loaded once for the module."""
+def cli_instance(monkeypatch, example_mesh, no_webserver):
+    """``mesh backfill`` planning on a throwaway instance, over the example mesh loaded once for the module; a
+    launch would need the webserver, and none answers: a refusal must come before any attempt to launch."""
     instance = dg.DagsterInstance.ephemeral()
     monkeypatch.setattr(commands, "persistent_instance", lambda: contextlib.nullcontext(instance))
     monkeypatch.setattr(definitions, "mesh_definitions", lambda: example_mesh)
@@ -144,18 +145,18 @@ def cli_instance(monkeypatch, example_mesh):
 
 
 @pytest.mark.parametrize("key", INJECTIONS)
-def test_backfill_refuses_bad_partition_keys_and_launches_nothing(cli_instance, capsys, key):
+def test_backfill_refuses_bad_partition_keys_and_launches_nothing(cli_instance, no_webserver, capsys, key):
     for start, end in ((key, "2021-06-06"), ("2021-06-04", key)):
         assert main.main(["backfill", "food_delivery.orders", "--start", start, "--end", end]) == 2
-        assert f"invalid daily partition key {key!r}" in capsys.readouterr().out
-    assert cli_instance.get_backfills() == []
+        out = capsys.readouterr().out
+        assert f"invalid daily partition key {key!r}" in out and no_webserver not in out  # no launch attempted
 
 
 @pytest.mark.parametrize("asset", ["../x/orders", "food_delivery/orders; DROP TABLE x", "billing.invoices"])
-def test_backfill_refuses_unknown_assets(cli_instance, capsys, asset):
+def test_backfill_refuses_unknown_assets(cli_instance, no_webserver, capsys, asset):
     assert main.main(["backfill", asset, "--start", "2021-06-04", "--end", "2021-06-04"]) == 2
-    assert f"unknown asset {asset!r}" in capsys.readouterr().out
-    assert cli_instance.get_backfills() == []
+    out = capsys.readouterr().out
+    assert f"unknown asset {asset!r}" in out and no_webserver not in out
 
 
 @pytest.mark.parametrize(

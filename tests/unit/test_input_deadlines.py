@@ -14,6 +14,7 @@ from zones import local_time_zone
 from mesh_assets.automation.deadlines import build_deadline_sensor, evaluate_deadlines
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph, Node
+from mesh_assets.settings import get_settings
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
 HOURLY = Path(__file__).resolve().parents[1] / "fixtures" / "time_zones" / "domains"
@@ -61,7 +62,7 @@ def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
 def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
     # hour_counts' input is 1 h late when an hour is unpublished 1 h after it closed; nothing is ever published
     domains = load_all(HOURLY)
-    sensor = build_deadline_sensor("central", MeshGraph(domains, []).nodes_of("central"))
+    sensor = build_deadline_sensor("central", MeshGraph(domains, []).nodes_of("central"), get_settings().automation)
     assert sensor is not None
 
     with local_time_zone("Asia/Tokyo"), dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral()) as context:

@@ -165,7 +165,8 @@ def test_rebuild_plans_every_partition_of_the_table_and_of_its_readers():
         plan_rebuild(graph, "sc/raw_events")
 
 
-def test_mesh_rebuild_dry_run_launches_nothing_and_the_launch_is_tagged(monkeypatch, capsys, tmp_path):
+def landed_example(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``mesh`` plans from an instance where the example's food_delivery inputs landed 2021-06-01..14."""
     monkeypatch.setattr(main, "console", Console(width=250, no_color=True, highlight=False))
     home = tmp_path / "dagster"
     home.mkdir()
@@ -177,20 +178,31 @@ def test_mesh_rebuild_dry_run_launches_nothing_and_the_launch_is_tagged(monkeypa
         for day in days:
             instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=day))
 
+
+def test_mesh_rebuild_dry_run_needs_no_webserver_and_launches_nothing(monkeypatch, capsys, tmp_path, no_webserver):
+    landed_example(monkeypatch, tmp_path)
     assert main.main(["rebuild", "food_delivery/orders", "--downstream", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "Rebuild food_delivery/orders and downstream" in out
     assert "│ food_delivery/orders_7_days" in out and "2021-06-01..2021-06-14" in out
     assert "food_delivery/orders 2021-06-15.." in out  # left out: nothing landed for it
-    assert instance.get_backfills() == []
+    assert "Dry run: nothing launched." in out and no_webserver not in out  # no launch was attempted
 
     assert main.main(["rebuild", "central/raw_order_events"]) == 2
-    assert "central/raw_order_events is an external table" in capsys.readouterr().out
-    assert instance.get_backfills() == []
+    out = capsys.readouterr().out
+    assert "central/raw_order_events is an external table" in out and no_webserver not in out
 
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_mesh_rebuild_launches_one_tagged_backfill(monkeypatch, capsys, tmp_path, cli_webserver):
+    landed_example(monkeypatch, tmp_path)
+    before = cli_webserver.backfill_ids()
     assert main.main(["rebuild", "food_delivery/orders"]) == 0
-    [backfill] = instance.get_backfills()
+    [launched] = cli_webserver.backfill_ids() - before
+    backfill = cli_webserver.instance.get_backfill(launched)
     assert backfill.tags[REBUILD_TAG] == "true"
+    assert backfill.title == "Rebuild food_delivery/orders"
     orders = dg.AssetKey(["food_delivery", "orders"])
     target = backfill.asset_backfill_data.target_subset
     assert target.asset_keys == {orders}

@@ -1,4 +1,6 @@
-"""Every domain's automation runs as soon as its code location loads, unless ``automation.enabled`` is false."""
+"""Every domain's automation runs as soon as its code location loads, unless ``automation.enabled`` is false;
+its failure alerts run unless ``alerts.enabled`` is false, whatever the automation (a manual run's owners
+are told too)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from mesh_assets.alerts.sensor import failure_sensor_name
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.settings import get_settings
@@ -34,11 +37,23 @@ def test_every_domain_automation_sensor_runs_by_default(monkeypatch: pytest.Monk
     assert domains, "the example mesh has domains with products"
     for domain in domains:
         assert statuses[f"{domain}__automation"] == dg.DefaultSensorStatus.RUNNING
+        assert statuses[failure_sensor_name(domain)] == dg.DefaultSensorStatus.RUNNING
     assert set(statuses.values()) == {dg.DefaultSensorStatus.RUNNING}
 
 
 def test_automation_can_be_switched_off_in_settings(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("MESH_AUTOMATION__ENABLED", "false")
     statuses = sensor_statuses()
+    alerts = {failure_sensor_name(domain) for domain in producing_domains()}
     assert {f"{domain}__automation" for domain in producing_domains()} <= set(statuses)
-    assert set(statuses.values()) == {dg.DefaultSensorStatus.STOPPED}
+    assert {statuses[name] for name in set(statuses) - alerts} == {dg.DefaultSensorStatus.STOPPED}
+    assert {statuses[name] for name in alerts} == {dg.DefaultSensorStatus.RUNNING}
+
+
+def test_failure_alerts_can_be_switched_off_in_settings(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("MESH_AUTOMATION__ENABLED", raising=False)
+    monkeypatch.setenv("MESH_ALERTS__ENABLED", "false")
+    statuses = sensor_statuses()
+    alerts = {failure_sensor_name(domain) for domain in producing_domains()}
+    assert {statuses[name] for name in alerts} == {dg.DefaultSensorStatus.STOPPED}
+    assert {statuses[name] for name in set(statuses) - alerts} == {dg.DefaultSensorStatus.RUNNING}

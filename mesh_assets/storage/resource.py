@@ -1,7 +1,7 @@
-"""The Dagster resource every Mesh asset uses: the process's SparkSession and the table registry.
+"""The Dagster resource every Mesh asset uses: the process's SparkSession, the table registry and the settings.
 
 Definitions hold this resource, so it imports Spark only when a run first asks for it: a code location
-loads without PySpark.
+loads without PySpark. Run-time code reaches configuration through it, not by reading settings itself.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import MeshSettings, get_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,5 +38,9 @@ class MeshResource(dg.ConfigurableResource):
         return get_spark()
 
     @property
+    def settings(self) -> MeshSettings:
+        return get_settings()
+
+    @property
     def registry(self) -> TableRegistry:
-        return _registry(self.warehouse or get_settings().warehouse_uri)
+        return _registry(self.warehouse or self.settings.warehouse_uri)

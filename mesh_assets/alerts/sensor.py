@@ -1,0 +1,164 @@
+"""Each domain's failure alerts: a run-failure sensor tells the owners of a failed run's assets what failed.
+
+The sensor reads the run and its event log, not the asset body: a run that dies without running Python (its
+worker killed for memory or lost, then failed by run monitoring) alerts like one whose step raised. Per failed
+step, the step's assets that did not publish (all of them when each published some partitions, as a refusal
+of some partitions does) get one alert each; with no failed step, every planned asset that did not publish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
+from mesh_assets.graph.resolve import Table
+from mesh_assets.settings import AlertSettings
+
+MESSAGE_LIMIT = 2000
+"""A chat message, not a stack trace: the run's link leads to the rest."""
+
+
+def failure_sensor_name(domain: str) -> str:
+    return f"{domain}__failure_alerts"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """One asset a failed run did not deliver: why, and which partitions and checks."""
+
+    key: dg.AssetKey
+    kind: str
+    message: str
+    partitions: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _RunLog:
+    """What the event log says about a run: planned partitions by step and asset, what published, what failed."""
+
+    planned: dict[str | None, dict[dg.AssetKey, list[str]]] = field(default_factory=dict)
+    published: set[dg.AssetKey] = field(default_factory=set)
+    step_failures: list[dg.DagsterEvent] = field(default_factory=list)
+
+
+def _read_log(instance: dg.DagsterInstance, run_id: str) -> _RunLog:
+    kinds = {
+        dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        dg.DagsterEventType.ASSET_MATERIALIZATION,
+        dg.DagsterEventType.STEP_FAILURE,
+    }
+    log = _RunLog()
+    for record in instance.get_records_for_run(run_id, of_type=kinds).records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        if event.is_step_failure:
+            log.step_failures.append(event)
+        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            log.published.add(event.asset_key)
+        elif event.asset_key is not None:
+            partitions = log.planned.setdefault(event.step_key, {}).setdefault(event.asset_key, [])
+            partitions += _planned_partitions(event)
+    return log
+
+
+def _planned_partitions(event: dg.DagsterEvent) -> list[str]:
+    """One key per event, or (on storages that batch them) the planned subset of a range."""
+    if event.partition is not None:
+        return [event.partition]
+    subset = event.asset_materialization_planned_data.partitions_subset
+    return list(subset.get_partition_keys()) if subset is not None else []
+
+
+def _undelivered(assets: dict[dg.AssetKey, list[str]], published: set[dg.AssetKey]) -> list[dg.AssetKey]:
+    missing = [key for key in assets if key not in published]
+    return missing or list(assets)
+
+
+def _step_message(event: dg.DagsterEvent) -> str:
+    """A ``dg.Failure``'s description, else the innermost error (the user's, under Dagster's wrapper)."""
+    data = event.step_failure_data
+    if data.user_failure_data is not None and data.user_failure_data.description:
+        return data.user_failure_data.description
+    error = data.error
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return error.message.strip() if error is not None else event.message or "step failed"
+
+
+def _from_step(event: dg.DagsterEvent, key: dg.AssetKey, planned: list[str]) -> Failed:
+    """A refusal (a ``failed_partitions`` metadata entry) names its partitions and checks; anything else failed
+    the run's partitions of the asset."""
+    user = event.step_failure_data.user_failure_data
+    metadata = user.metadata if user is not None else {}
+    message = _step_message(event)[:MESSAGE_LIMIT]
+    refused = metadata.get("failed_partitions")
+    if refused is None:
+        return Failed(key, "run failed", message, planned)
+    checks = list(metadata["checks"].value) if "checks" in metadata else []
+    kind = "blocking check failed" if checks else "inputs not ready"
+    return Failed(key, kind, message, list(refused.value), checks)
+
+
+def failed_assets(instance: dg.DagsterInstance, run_id: str, run_failure: dg.DagsterEvent) -> list[Failed]:
+    """The assets ``run_id`` failed to deliver, each with the failure that stopped it."""
+    log = _read_log(instance, run_id)
+    if not log.step_failures:
+        message = (run_failure.message or "run failed")[:MESSAGE_LIMIT]
+        every: dict[dg.AssetKey, list[str]] = {}
+        for assets in log.planned.values():
+            for key, partitions in assets.items():
+                every.setdefault(key, []).extend(partitions)
+        return [Failed(key, "run failed", message, every[key]) for key in _undelivered(every, log.published)]
+    failed = []
+    for event in log.step_failures:
+        assets = log.planned.get(event.step_key, {})
+        failed += [_from_step(event, key, assets[key]) for key in _undelivered(assets, log.published)]
+    return failed
+
+
+def _alert(table: Table, failed: Failed, run_id: str) -> Alert:
+    return Alert(
+        kind=failed.kind,
+        domain=table.domain,
+        product=table.product,
+        table=table.name,
+        owner=table.owner,
+        channel=next((c.value for c in table.contacts if c.kind == "chat"), ""),
+        message=failed.message,
+        partitions=failed.partitions,
+        checks=failed.checks,
+        run_id=run_id,
+        run_url=run_url(run_id),
+    )
+
+
+def build_failure_sensor(domain: str, tables: Iterable[Table], settings: AlertSettings) -> dg.SensorDefinition | None:
+    """The run-failure sensor alerting the owners of ``tables`` (the domain's tables that runs build); None
+    without any. It runs unless alerts are disabled, whatever the automation settings: a manual run's owners
+    are told too."""
+    by_key = {t.key: t for t in tables}
+    if not by_key:
+        return None
+
+    @dg.run_failure_sensor(
+        name=failure_sensor_name(domain),
+        description=f"Alerts the owners of {domain}'s tables when a run that builds them fails.",
+        default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
+    )
+    def _failure_alerts(context: dg.RunFailureSensorContext) -> None:
+        run_id = context.dagster_run.run_id
+        for failed in failed_assets(context.instance, run_id, context.failure_event):
+            table = by_key.get(failed.key)
+            if table is None:
+                continue
+            try:
+                send(_alert(table, failed, run_id))
+            except AlertNotSent as exc:  # the next failure must still be told
+                context.log.warning(f"alert to {domain}'s channel failed: {exc}")
+
+    return _failure_alerts

@@ -1,0 +1,167 @@
+"""Each private Dagster and dagster-dbt use in ``mesh_assets/compat.py``, imported and doing what Mesh relies on:
+an upgrade that moves or changes one fails here, by name, rather than somewhere in a run. And no other module
+of the platform reaches into either library's internals."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import warnings
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets import compat
+
+ROOT = Path(__file__).resolve().parents[2]
+DAILY = dg.DailyPartitionsDefinition(start_date="2021-06-01", end_date="2021-06-15")
+RAW, WEEKLY = dg.AssetKey(["shop", "raw"]), dg.AssetKey(["shop", "weekly"])
+
+
+def test_check_evaluation_targets_a_materialization_and_is_current_until_the_next_one():
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.report_runless_asset_event(dg.AssetMaterialization(RAW, partition="2021-06-01"))
+        [record] = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=RAW), limit=1).records
+        target = compat.AssetCheckEvaluationTargetMaterializationData(
+            storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+        )
+        check = dg.AssetCheckKey(RAW, "ids_present")
+        instance.report_runless_asset_event(
+            dg.AssetCheckEvaluation(
+                asset_key=RAW,
+                check_name=check.name,
+                passed=True,
+                partition="2021-06-01",
+                target_materialization_data=target,
+            )
+        )
+        [info] = instance.event_log_storage.get_asset_check_partition_info([check], partition_keys=["2021-06-01"])
+        assert info.is_current
+        instance.report_runless_asset_event(dg.AssetMaterialization(RAW, partition="2021-06-01"))
+        [info] = instance.event_log_storage.get_asset_check_partition_info([check], partition_keys=["2021-06-01"])
+        assert not info.is_current
+
+
+def test_check_execution_status_tells_passed_from_failed():
+    Status = compat.AssetCheckExecutionRecordStatus
+    assert {Status.SUCCEEDED, Status.FAILED, Status.PLANNED} <= set(Status)
+    with dg.DagsterInstance.ephemeral() as instance:
+        for day, passed in (("2021-06-01", True), ("2021-06-02", False)):
+            instance.report_runless_asset_event(dg.AssetMaterialization(RAW, partition=day))
+            evaluation = dg.AssetCheckEvaluation(asset_key=RAW, check_name="c", passed=passed, partition=day)
+            instance.report_runless_asset_event(evaluation)
+        infos = instance.event_log_storage.get_asset_check_partition_info(
+            [dg.AssetCheckKey(RAW, "c")], partition_keys=["2021-06-01", "2021-06-02"]
+        )
+    assert {i.partition_key: i.latest_execution_status for i in infos} == {
+        "2021-06-01": Status.SUCCEEDED,
+        "2021-06-02": Status.FAILED,
+    }
+
+
+@pytest.mark.parametrize(
+    ("cron", "valid"),
+    [("0 6 * * *", True), ("30 */2 * * 1-5", True), ("0 6 * *", False), ("61 * * * *", False), ("daily", False)],
+)
+def test_cron_validation_is_dagsters(cron, valid):
+    assert compat.is_valid_cron_schedule(cron) is valid
+
+
+def weekly_mesh() -> dg.Definitions:
+    """A daily asset, a 7-day window over it, and an external table: the shapes backfill planning walks."""
+
+    @dg.asset(key=RAW, partitions_def=DAILY)
+    def raw() -> None: ...
+
+    @dg.asset(
+        key=WEEKLY,
+        partitions_def=DAILY,
+        ins={"raw": dg.AssetIn(RAW, partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-6))},
+        deps=[dg.AssetKey(["shop", "landed"])],
+    )
+    def weekly(raw) -> None: ...
+
+    return dg.Definitions(assets=[raw, weekly, dg.AssetSpec(["shop", "landed"])])
+
+
+def test_the_asset_graph_is_what_definitions_resolve_and_answers_what_plans_ask():
+    graph = weekly_mesh().resolve_asset_graph()
+    assert isinstance(graph, compat.AssetGraph)
+    landed = dg.AssetKey(["shop", "landed"])
+    assert graph.has(WEEKLY) and not graph.has(dg.AssetKey(["shop", "nope"]))
+    assert list(graph.toposorted_asset_keys).index(RAW) < list(graph.toposorted_asset_keys).index(WEEKLY)
+    assert graph.get(RAW).child_keys == {WEEKLY} and graph.get(WEEKLY).parent_keys == {RAW, landed}
+    assert graph.get(WEEKLY).is_executable and not graph.get(landed).is_executable
+    assert graph.get(WEEKLY).partitions_def == DAILY and graph.get(landed).partitions_def is None
+    assert isinstance(graph.get_partition_mapping(WEEKLY, RAW), dg.TimeWindowPartitionMapping)
+
+
+def test_partition_subsets_map_through_partition_mappings_and_list_their_ranges():
+    day = DAILY.empty_subset().with_partition_key_range(DAILY, dg.PartitionKeyRange("2021-06-04", "2021-06-04"))
+    assert isinstance(day, compat.PartitionsSubset) and isinstance(
+        DAILY.subset_with_all_partitions(), compat.PartitionsSubset
+    )
+    mapping = dg.TimeWindowPartitionMapping(start_offset=-6)
+    readers = mapping.get_downstream_partitions_for_partitions(day, DAILY, downstream_partitions_def=DAILY)
+    assert isinstance(readers, compat.PartitionsSubset) and len(readers) == 7
+    assert readers.get_partition_key_ranges(DAILY) == [dg.PartitionKeyRange("2021-06-04", "2021-06-10")]
+    both = readers | DAILY.empty_subset().with_partition_keys(["2021-06-14"])
+    assert [(r.start, r.end) for r in both.get_partition_key_ranges(DAILY)] == [
+        ("2021-06-04", "2021-06-10"),
+        ("2021-06-14", "2021-06-14"),
+    ]
+    assert DAILY.empty_subset().is_empty and not both.is_empty
+
+
+def test_the_executor_logs_its_check_gating_notice_on_the_named_logger():
+    module = importlib.import_module(compat.EXECUTOR_LOGGER)
+    assert module.logger.name == compat.EXECUTOR_LOGGER
+    assert "will proceed without gating on it" in inspect.getsource(module)
+
+
+def test_dbt_specs_carry_the_node_unique_id_and_a_subset_selects_its_model():
+    from dagster_dbt import DagsterDbtTranslator, dbt_assets
+    from dagster_dbt.asset_utils import DAGSTER_DBT_UNIQUE_ID_METADATA_KEY
+
+    from mesh_assets.dbt.project import load_manifest
+
+    assert compat.DBT_UNIQUE_ID_METADATA_KEY == DAGSTER_DBT_UNIQUE_ID_METADATA_KEY
+    manifest = load_manifest()
+    selected: list[list[str]] = []
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @dbt_assets(manifest=manifest)
+        def models(context):  # no annotation: postponed, Dagster would read a string
+            selected.append(
+                list(compat.dbt_invocation_params(context, manifest, DagsterDbtTranslator()).selection_args)
+            )
+            for key in context.selected_asset_keys:
+                yield dg.MaterializeResult(asset_key=key)
+
+    by_id = {models.specs_by_key[k].metadata[compat.DBT_UNIQUE_ID_METADATA_KEY]: k for k in models.keys}
+    model_ids = {n for n, node in manifest["nodes"].items() if node["resource_type"] == "model"}
+    assert set(by_id) == model_ids
+    model = min(model_ids)
+    assert dg.materialize([models], selection=[by_id[model]], instance=dg.DagsterInstance.ephemeral()).success
+    assert selected == [["--select", ".".join(manifest["nodes"][model]["fqn"])]]
+
+
+PRIVATE = ("dagster._", "dagster_dbt.", "dagster_graphql", "dagster_webserver")
+
+
+def test_no_module_but_compat_uses_dagster_internals():
+    found = []
+    for path in sorted((ROOT / "mesh_assets").rglob("*.py")):
+        if path == ROOT / "mesh_assets" / "compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.append(node.value)
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.startswith(PRIVATE)]
+    assert found == []

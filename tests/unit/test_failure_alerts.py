@@ -1,0 +1,110 @@
+"""Failure alerts come from the domain's run-failure sensor, which reads the run, not the asset body: a run that
+dies without a Python failure (its worker killed for memory or lost, then failed by the instance) alerts its
+owners too, dbt models' owners included, and a refused run says why. None needs Spark: nothing here gets as
+far as computing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from failure_alerts import alert_failed_run
+
+from mesh_assets import executable_assets
+from mesh_assets.definitions import build_definitions, dbt_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.storage.resource import MeshResource
+
+SPEC = """\
+name: orders
+owner: team@example.com
+contacts: [{kind: chat, value: "#orders"}]
+start_date: "2021-06-01"
+external:
+  - {table: raw_orders}
+tables:
+  - table: orders
+    inputs: [{table: shop.raw_orders}]
+    sql: SELECT id FROM shop.raw_orders
+"""
+ORDERS = dg.AssetKey(["shop", "orders"])
+DAY = "2021-06-04"
+KILLED = "Run worker process has unexpectedly exited with code -9 (killed for memory)."
+
+
+def fail_outside_python(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey) -> dg.DagsterRun:
+    """A run of ``key`` for ``DAY`` whose worker died: the instance marks it failed, as run monitoring does."""
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={key})
+    run = instance.create_run_for_job(job, asset_selection={key}, tags={"dagster/partition": DAY})
+    instance.report_run_failed(run, message=KILLED)
+    return run
+
+
+@pytest.fixture
+def shop(tmp_path: Path, webhook) -> tuple[dg.Definitions, list[dict]]:
+    """The ``shop`` domain's definitions, its alerts going to the test's receiver."""
+    received, point = webhook
+    point("shop")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "orders.yaml").write_text(SPEC)
+    return build_definitions(load_all(tmp_path), extra=[]), received
+
+
+def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
+    defs, received = shop
+    instance = dg.DagsterInstance.ephemeral()
+    run = fail_outside_python(defs, instance, ORDERS)
+
+    assert alert_failed_run(defs, instance, run.run_id, "shop") == []
+    [alert] = [body["mesh"] for body in received]
+    assert alert.pop("run_url").endswith(f"/runs/{run.run_id}")
+    assert alert == {
+        "kind": "run failed",
+        "domain": "shop",
+        "product": "orders",
+        "table": "orders",
+        "owner": "team@example.com",
+        "channel": "#orders",
+        "message": KILLED,
+        "partitions": [DAY],
+        "checks": [],
+        "run_id": run.run_id,
+    }
+    assert f"[shop/orders] run failed: shop.orders partition(s) {DAY}" in received[0]["text"]
+
+
+def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Path):
+    defs, received = shop
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        executable_assets(defs),
+        instance=instance,
+        resources={"mesh": MeshResource(warehouse=str(tmp_path / "warehouse"))},
+        selection=[ORDERS],
+        partition_key=DAY,
+        raise_on_error=False,
+    )
+    assert not result.success
+    assert received == []  # the step itself tells nobody
+
+    alert_failed_run(defs, instance, result.run_id, "shop")
+    [alert] = [body["mesh"] for body in received]
+    assert (alert["kind"], alert["partitions"], alert["checks"]) == ("inputs not ready", [DAY], [])
+    assert (
+        alert["message"]
+        == f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published)"
+    )
+
+
+def test_a_failed_dbt_run_alerts_the_owner_its_model_names(webhook):
+    received, point = webhook
+    point("analytics")
+    defs = dbt_definitions()  # the dbt code location, as its code server loads it
+    instance = dg.DagsterInstance.ephemeral()
+    run = fail_outside_python(defs, instance, dg.AssetKey(["analytics", "stg_orders"]))
+
+    alert_failed_run(defs, instance, run.run_id, "analytics")
+    [alert] = [body["mesh"] for body in received]
+    assert (alert["kind"], alert["product"], alert["table"]) == ("run failed", "city_kpis", "stg_orders")
+    assert (alert["owner"], alert["partitions"], alert["run_id"]) == ("analytics@example.com", [DAY], run.run_id)
