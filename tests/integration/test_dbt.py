@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
 from mesh_assets.demo import generator
-from mesh_assets.model.grain import Grain
 from mesh_assets.demo.run import executable_assets
+from mesh_assets.model.grain import Grain
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
