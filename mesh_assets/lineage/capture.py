@@ -14,38 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
+from mesh_assets.lineage.columns import plan_lineage, sql_lineage
+from mesh_assets.lineage.facets import ColumnSources
+from mesh_assets.lineage.plan import leaf_paths, normalize, seq
+
 if TYPE_CHECKING:
     from mesh_assets.graph.resolve import Node
     from mesh_assets.storage.tables import TableRegistry
-
-
-def normalize(path: str) -> str:
-    """``file:/x/y/`` and ``/x/y`` name the same local table; other schemes are kept."""
-    path = path.rstrip("/")
-    for prefix in ("file://", "file:"):
-        if path.startswith(prefix):
-            path = path[len(prefix) :]
-            return "/" + path.lstrip("/")
-    return path
-
-
-def _seq(scala_seq: Any) -> list[Any]:
-    return [scala_seq.apply(i) for i in range(scala_seq.size())]
-
-
-def _leaf_paths(leaf: Any) -> list[str]:
-    name = leaf.nodeName()
-    if name == "LogicalRelation":
-        try:
-            return [str(p) for p in _seq(leaf.relation().location().rootPaths())]
-        except Exception:  # a relation without a file index (JDBC, ...) has no path
-            return []
-    if name.startswith("DataSourceV2"):
-        try:
-            return [str(leaf.table().name())]
-        except Exception:
-            return []
-    return []
 
 
 def read_locations(df: DataFrame) -> list[str] | None:
@@ -54,10 +29,10 @@ def read_locations(df: DataFrame) -> list[str] | None:
     if jdf is None:
         return None
     try:
-        leaves = _seq(jdf.queryExecution().analyzed().collectLeaves())
+        leaves = seq(jdf.queryExecution().analyzed().collectLeaves())
     except Exception:  # capture never fails a run
         return None
-    return sorted({normalize(p) for leaf in leaves for p in _leaf_paths(leaf)})
+    return sorted({normalize(p) for leaf in leaves for p in leaf_paths(leaf)})
 
 
 def undeclared_reads(reads: list[str] | None, declared: list[str], own: str) -> list[str]:
@@ -81,9 +56,15 @@ class Reads:
     locations: list[str] | None
     undeclared: tuple[str, ...] = ()
     undeclared_names: tuple[str, ...] = ()
+    columns: ColumnSources | None = None
 
     def as_fields(self) -> dict[str, Any]:
-        return {"reads": self.locations, "undeclared_reads": self.undeclared, "undeclared_names": self.undeclared_names}
+        return {
+            "reads": self.locations,
+            "undeclared_reads": self.undeclared,
+            "undeclared_names": self.undeclared_names,
+            "column_lineage": self.columns,
+        }
 
 
 def observed_reads(df: DataFrame, node: Node, registry: TableRegistry, log: Any) -> Reads:
@@ -94,4 +75,17 @@ def observed_reads(df: DataFrame, node: Node, registry: TableRegistry, log: Any)
     names = tuple(table_name(p, registry.warehouse) for p in undeclared)
     if undeclared:
         log.warning(f"{node.table.ref} read tables it does not declare as inputs: {', '.join(names)}")
-    return Reads(reads, undeclared, names)
+    return Reads(reads, undeclared, names, column_lineage(df, node, registry))
+
+
+def column_lineage(df: DataFrame, node: Node, registry: TableRegistry) -> ColumnSources | None:
+    """A SQL product's column lineage from its query (sqlglot), else from ``df``'s plan."""
+    found = plan_lineage(df)
+    if found is None:
+        return None
+    from_plan, schemas = found
+    if node.sql is None:
+        return from_plan
+    tables = {r.table.ref: registry.location(r.table.domain, r.table.name) for r in node.reads}
+    from_sql = sql_lineage(node.sql, tables, schemas)
+    return from_plan if from_sql is None else from_sql

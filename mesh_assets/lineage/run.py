@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -11,6 +14,9 @@ from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
+from mesh_assets.lineage.plan import normalize
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.product import PySparkTransformation
 
 if TYPE_CHECKING:
     from mesh_assets.checks.outcomes import CheckOutcome
@@ -46,19 +52,60 @@ class ProductLineage:
         d.reads = reads.locations
         d.undeclared = list(reads.undeclared)
         d.undeclared_names = list(reads.undeclared_names)
+        d.table_names.update({normalize(p): n for p, n in zip(d.undeclared, d.undeclared_names, strict=True) if n != p})
         d.assertions = [assertion(o) for o in outcomes]
         if result is not None:
             d.rows = result.rows
             d.schema = [(f.name, f.dataType.simpleString()) for f in result.schema.fields]
+            d.version = result.version
+            d.null_counts = null_counts(outcomes)
+        d.columns = reads.columns
+
+
+def null_counts(outcomes: list[CheckOutcome]) -> dict[str, int]:
+    """Null values per column, from the run's one-column ``not_null`` checks (summed over partitions)."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        columns = getattr(o.check, "columns", None) or [getattr(o.check, "column", None)]
+        if o.check.kind == "not_null" and len(columns) == 1 and columns[0] and o.error is None:
+            counts[columns[0]] = counts.get(columns[0], 0) + o.failing_rows
+    return counts
+
+
+def source_of(node: Node) -> tuple[tuple[str, str] | None, Path | None]:
+    """The transformation's code and the file it lives in, where they can be read."""
+    t = node.transformation
+    if isinstance(t, PySparkTransformation):
+        try:
+            return ("python", inspect.getsource(t.fn)), Path(inspect.getsourcefile(t.fn) or "")
+        except (OSError, TypeError):
+            return None, node.product.source_file
+    sql_file = getattr(t, "sql_file", None)
+    folder = node.product.source_file.parent if node.product.source_file else None
+    path = folder / sql_file if folder and sql_file else node.product.source_file
+    return ("sql", node.sql) if node.sql else None, path
+
+
+def window(node: Node, start: str, end: str) -> tuple[datetime, datetime] | None:
+    """The run's partition window, end excluded; ``None`` when the keys are not the grain's own."""
+    try:
+        rng = PartitionRange.from_keys(node.table.grain, start, end)
+    except ValueError:
+        return None
+    assert rng.grain.step is not None
+    return rng.start, rng.end + rng.grain.step
 
 
 def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> RunDescription:
     registry = mesh.registry
     declared = [registry.location(r.table.domain, r.table.name) for r in node.reads]
-    partitions = None
+    partitions, span = None, None
     if context.has_partition_key or context.has_partition_key_range:
         rng = context.partition_key_range
         partitions = (node.table.grain.name, rng.start, rng.end, list(context.partition_keys))
+        span = window(node, rng.start, rng.end)
+    source, source_file = source_of(node)
+    names = {normalize(registry.location(r.table.domain, r.table.name)): r.table.ref for r in node.reads}
     return RunDescription(
         domain=node.domain,
         table=node.table.name,
@@ -69,6 +116,11 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
         sql=node.sql.strip() if node.sql is not None else None,
         partitions=partitions,
         engine_version=_spark_version(),
+        window=span,
+        owner=node.table.owner,
+        source=source,
+        source_file=source_file,
+        table_names=names,
     )
 
 

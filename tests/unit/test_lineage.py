@@ -1,58 +1,46 @@
 """OpenLineage events, their JSON, the lineage graph in Marquez's shape and as Mermaid (no Spark).
 
-openlineage-python 1.54.0 ships no spec JSON schema files (only generated attrs classes), and nothing is
-fetched from the network, so events are validated structurally: serialized with the client's own ``Serde``
-and checked against a minimal schema written here from the OpenLineage 2-0-2 RunEvent spec.
+Events are serialized with the client's own ``Serde`` and validated against the spec as the client ships it
+(``tests/openlineage_spec.py``: the classes generated from the spec, nothing fetched).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import subprocess
 import uuid
+from datetime import UTC, datetime
 
 import jsonschema
+import openlineage_spec
 import pytest
 from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.serde import Serde
 from receiver import json_receiver
 
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
-from mesh_assets.lineage.events import RunDescription, build_event, dataset_name, run_uuid
+from mesh_assets.lineage.events import (
+    MeshPartitionsRunFacet,
+    MeshUndeclaredReadsRunFacet,
+    RunDescription,
+    build_event,
+    dataset_name,
+    run_uuid,
+)
 from mesh_assets.lineage.graph import graph_from_events, read_events
 from mesh_assets.settings import MeshSettings
 
-FACET = {"type": "object", "required": ["_producer", "_schemaURL"]}
-DATASET = {
-    "type": "object",
-    "required": ["namespace", "name"],
-    "properties": {"facets": {"type": "object", "additionalProperties": FACET}},
+MESH_FACETS = {
+    "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
+    "MeshUndeclaredReadsRunFacet": MeshUndeclaredReadsRunFacet,
 }
-RUN_EVENT = {
-    "type": "object",
-    "required": ["eventTime", "producer", "schemaURL", "run", "job", "eventType"],
-    "properties": {
-        "eventType": {"enum": ["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]},
-        "eventTime": {"type": "string", "format": "date-time"},
-        "producer": {"type": "string", "format": "uri"},
-        "schemaURL": {"type": "string", "format": "uri"},
-        "run": {
-            "type": "object",
-            "required": ["runId"],
-            "properties": {
-                "runId": {"type": "string", "format": "uuid"},
-                "facets": {"type": "object", "additionalProperties": FACET},
-            },
-        },
-        "job": {
-            "type": "object",
-            "required": ["namespace", "name"],
-            "properties": {"facets": {"type": "object", "additionalProperties": FACET}},
-        },
-        "inputs": {"type": "array", "items": DATASET},
-        "outputs": {"type": "array", "items": DATASET},
-    },
-}
+
+
+def validate(event: dict) -> None:
+    openlineage_spec.validate(event, MESH_FACETS)
+
 
 WH = "/wh"
 
@@ -76,14 +64,77 @@ def sql_run() -> RunDescription:
     d.undeclared, d.undeclared_names = [f"{WH}/central/prices"], ["central.prices"]
     d.schema, d.rows = [("order_id", "bigint"), ("p_date", "date")], 42
     d.assertions = [dq.Assertion(assertion="not_null", success=True, column="order_id", name="not_null_order_id")]
+    d.window = (datetime(2021, 6, 4, tzinfo=UTC), datetime(2021, 6, 6, tzinfo=UTC))
+    d.version, d.owner, d.null_counts = 7, "food-analytics@example.com", {"order_id": 0}
+    d.source = ("sql", "SELECT 1")
+    d.table_names = {f"{WH}/food_delivery/orders": "food_delivery.orders"}
+    d.columns = {"order_id": [(f"{WH}/food_delivery/orders", "id")], "p_date": []}
     return d
+
+
+def test_standard_facets_say_window_version_owner_name_and_columns():
+    """A consumer that knows only the OpenLineage spec sees the partition window of a range run, the Delta
+    version published, the owner, the ``<domain>.<table>`` name, the quality metrics and the column lineage."""
+    complete = Serde.to_dict(build_event("COMPLETE", sql_run()))
+    validate(complete)
+    assert complete["run"]["facets"]["nominalTime"] == {
+        "_producer": complete["run"]["facets"]["nominalTime"]["_producer"],
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+        "nominalStartTime": "2021-06-04T00:00:00Z",
+        "nominalEndTime": "2021-06-06T00:00:00Z",
+    }
+    out = complete["outputs"][0]["facets"]
+    assert out["version"]["datasetVersion"] == "7"
+    assert out["ownership"]["owners"] == [{"name": "user:food-analytics@example.com"}]
+    assert out["symlinks"]["identifiers"] == [
+        {"namespace": "mesh", "name": "food_delivery.orders_7_days", "type": "TABLE"}
+    ]
+    assert out["dataQualityMetrics"]["rowCount"] == 42
+    assert out["dataQualityMetrics"]["columnMetrics"] == {"order_id": {"nullCount": 0, "quantiles": {}}}
+    assert out["columnLineage"]["fields"]["order_id"]["inputFields"] == [
+        {"namespace": "file", "name": f"{WH}/food_delivery/orders", "field": "id", "transformations": []}
+    ]
+    orders = next(i for i in complete["inputs"] if i["name"] == f"{WH}/food_delivery/orders")
+    assert orders["facets"]["symlinks"]["identifiers"][0]["name"] == "food_delivery.orders"
+    job = complete["job"]["facets"]
+    assert job["sourceCode"] == {**job["sourceCode"], "language": "sql", "sourceCode": "SELECT 1"}
+    assert job["ownership"]["owners"] == [{"name": "user:food-analytics@example.com"}]
+    broken = copy.deepcopy(complete)
+    del broken["outputs"][0]["facets"]["version"]["datasetVersion"]
+    with pytest.raises(jsonschema.ValidationError, match="datasetVersion"):
+        validate(broken)  # the validation is real: a facet missing a required field fails
+    broken = copy.deepcopy(complete)
+    broken["run"]["facets"]["nominalTime"]["nominalStartTime"] = "2021-06-04"
+    with pytest.raises(ValueError, match="has to contain time"):
+        validate(broken)
+    start = Serde.to_dict(build_event("START", sql_run()))
+    assert "version" not in start["outputs"][0]["facets"]  # nothing is published before the run ends
+
+
+def test_source_code_location_names_the_file_in_its_repository(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "remote", "add", "origin", "https://git.example.com/data/mesh.git"], check=True
+    )
+    product = tmp_path / "domains" / "food_delivery" / "orders.py"
+    product.parent.mkdir(parents=True)
+    product.write_text("def orders(): ...\n")
+    d = sql_run()
+    d.source_file = product
+    job = Serde.to_dict(build_event("START", d))["job"]["facets"]
+    validate(Serde.to_dict(build_event("START", d)))
+    assert job["sourceCodeLocation"]["type"] == "git"
+    assert job["sourceCodeLocation"]["url"] == "https://git.example.com/data/mesh.git"
+    assert job["sourceCodeLocation"]["path"] == "domains/food_delivery/orders.py"
+    d.source_file = tmp_path.parent / "elsewhere.py"  # outside any repository: no facet rather than a guess
+    assert "sourceCodeLocation" not in Serde.to_dict(build_event("START", d))["job"]["facets"]
 
 
 def test_events_validate_and_carry_the_facets():
     d = sql_run()
     for state in ("START", "COMPLETE", "FAIL"):
         event = Serde.to_dict(build_event(state, d, error=RuntimeError("boom")))
-        jsonschema.validate(event, RUN_EVENT, format_checker=jsonschema.FormatChecker())
+        validate(event)
         assert event["job"] == {
             "namespace": "food_delivery",
             "name": "food_delivery.orders_7_days",
@@ -176,7 +227,7 @@ def test_http_transport_posts_to_a_marquez_style_endpoint(monkeypatch):
         server.shutdown()
     [(path, event)] = received
     assert path == "/api/v1/lineage"
-    jsonschema.validate(event, RUN_EVENT, format_checker=jsonschema.FormatChecker())
+    validate(event)
     assert event["eventType"] == "COMPLETE" and event["job"]["name"] == "food_delivery.orders_7_days"
 
 
