@@ -39,9 +39,10 @@ class SparkSettings(BaseModel):
 
 
 class LineageSettings(BaseModel):
-    """Where OpenLineage events go."""
+    """Where OpenLineage events go; unset, the OpenLineage client's own configuration (``OPENLINEAGE_URL``,
+    ``openlineage.yml``) decides, and without one the file transport is used."""
 
-    transport: Literal["file", "http", "console", "none"] = "file"
+    transport: Literal["file", "http", "console", "none"] | None = None
     url: str | None = None
     namespace_prefix: str = ""
 

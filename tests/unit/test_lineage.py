@@ -252,3 +252,44 @@ def test_http_transport_needs_a_url():
     with pytest.raises(ValueError, match=r"lineage\.url is not set"):
         make_client(MeshSettings(lineage={"transport": "http"}))
     assert make_client(MeshSettings(lineage={"transport": "none"})) is None
+
+
+@pytest.fixture
+def no_client_config(monkeypatch, tmp_path):
+    """No OpenLineage configuration from this machine: no variables, no ``openlineage.yml`` found."""
+    for name in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_clients_own_configuration_applies_when_mesh_sets_no_transport(no_client_config, monkeypatch):
+    tmp_path = no_client_config
+    received: list[tuple[str, dict]] = []
+    server = json_receiver(lambda path, body: received.append((path, body)), status=201)
+    try:
+        monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{server.server_port}")
+        assert emit(make_client(MeshSettings(home=tmp_path / "mesh")), build_event("START", sql_run()))
+        assert [path for path, _ in received] == ["/api/v1/lineage"]
+        own = MeshSettings(home=tmp_path / "mesh", lineage={"transport": "file"})  # Mesh's own setting wins
+        assert emit(make_client(own), build_event("COMPLETE", sql_run()))
+        assert len(received) == 1 and [e["eventType"] for e in read_events(own.lineage_dir)] == ["COMPLETE"]
+    finally:
+        server.shutdown()
+
+    monkeypatch.delenv("OPENLINEAGE_URL")
+    log_file = tmp_path / "from-openlineage-yml.jsonl"
+    (tmp_path / "openlineage.yml").write_text(
+        f"transport:\n  type: file\n  log_file_path: {log_file}\n  append: true\n"
+    )
+    assert emit(make_client(MeshSettings(home=tmp_path / "other")), build_event("START", sql_run()))
+    [line] = log_file.read_text().splitlines()
+    assert json.loads(line)["job"]["name"] == "food_delivery.orders_7_days"
+    assert not (tmp_path / "other" / "lineage").exists()
+
+
+def test_without_any_configuration_events_go_to_the_files(no_client_config):
+    settings = MeshSettings(home=no_client_config / "mesh")
+    assert emit(make_client(settings), build_event("START", sql_run()))
+    assert [e["eventType"] for e in read_events(settings.lineage_dir)] == ["START"]
