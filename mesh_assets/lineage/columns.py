@@ -90,7 +90,7 @@ def sql_lineage(sql: str, tables: Mapping[str, str], schemas: Mapping[str, Mappi
                 if isinstance(n.expression, exp.Table):
                     ref = f"{n.expression.db}.{n.expression.name}"
                     if ref in tables:
-                        found.append((normalize(tables[ref]), n.name.split(".")[-1]))
+                        found.append((normalize(tables[ref]), n.name.split(".")[-1].strip('"`')))
             out[name] = sorted(set(found))
     except Exception:  # a query sqlglot cannot follow: the plan's lineage is used instead
         return None

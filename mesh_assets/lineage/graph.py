@@ -121,6 +121,19 @@ class LineageGraph:
                 lines.append(f"    {short} --> {ids[dest]}")
         return "\n".join(lines) + "\n"
 
+    def to_dot(self) -> str:
+        """A Graphviz digraph: datasets as cylinders, jobs as boxes, edges in data-flow direction."""
+        ids = {nid: f"n{i}" for i, nid in enumerate(sorted(self.nodes))}
+        lines = ["digraph lineage {", "    rankdir=LR;"]
+        for nid, short in ids.items():
+            n = self.nodes[nid]
+            shape = "cylinder" if n.type == "DATASET" else "box"
+            lines.append(f"    {short} [label={json.dumps(n.name)}, shape={shape}];")
+        for nid, short in ids.items():
+            for dest in sorted(self.nodes[nid].outs):
+                lines.append(f"    {short} -> {ids[dest]};")
+        return "\n".join([*lines, "}"]) + "\n"
+
 
 def graph_from_events(events: Iterable[dict[str, Any]]) -> LineageGraph:
     latest: dict[tuple[str, str], dict[str, Any]] = {}
@@ -149,6 +162,31 @@ def graph_from_events(events: Iterable[dict[str, Any]]) -> LineageGraph:
         job.data["inputs"] = [{"namespace": graph.nodes[i].namespace, "name": graph.nodes[i].name} for i in job.ins]
         job.data["outputs"] = [{"namespace": graph.nodes[o].namespace, "name": graph.nodes[o].name} for o in job.outs]
     return graph
+
+
+def graph_from_marquez(payload: dict[str, Any]) -> LineageGraph:
+    """The graph a Marquez lineage response describes: the inverse of :meth:`LineageGraph.to_marquez`."""
+    graph = LineageGraph()
+    for item in payload.get("graph", []):
+        data = dict(item.get("data") or {})
+        kind: Literal["DATASET", "JOB"] = "JOB" if item["type"] == "JOB" else "DATASET"
+        _, _, rest = item["id"].partition(":")
+        namespace, _, name = rest.partition(":")
+        namespace, name = data.pop("namespace", namespace), data.pop("name", name)
+        data.pop("id", None)
+        graph.nodes[item["id"]] = Node(item["id"], kind, namespace, name, data)
+    for item in payload.get("graph", []):
+        for edge in [*item.get("inEdges", []), *item.get("outEdges", [])]:
+            origin, destination = graph.nodes.get(edge["origin"]), graph.nodes.get(edge["destination"])
+            if origin is not None and destination is not None:
+                graph.edge(origin, destination)
+    return graph
+
+
+def jobs_downstream(graph: LineageGraph, start: str) -> list[str]:
+    """Names of the jobs downstream of ``start`` (a job's own outputs' readers, and theirs), sorted."""
+    reached = graph.subgraph(start, "downstream", depth=len(graph.nodes) + 1)
+    return sorted(n.name for n in reached.nodes.values() if n.type == "JOB" and n.id != start)
 
 
 @dataclass(frozen=True)

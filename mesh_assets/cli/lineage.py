@@ -1,0 +1,76 @@
+"""``mesh lineage`` and the lineage side of ``mesh backfill --from-lineage``: the graph from the configured
+source (the local event files, or the lineage server events are sent to)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+import dagster as dg
+from rich.console import Console
+from rich.table import Table
+
+from mesh_assets.settings import MeshSettings, get_settings
+
+FORMATS = ("table", "json", "mermaid", "dot")
+
+
+def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
+    lineage = sub.add_parser(
+        "lineage",
+        help="the OpenLineage graph around a dataset or job, from the event files or the lineage server",
+        description="Reads the lineage server's API (Marquez's /api/v1/lineage) when events are sent over HTTP "
+        "(lineage.url, or OPENLINEAGE_URL / openlineage.yml when lineage.transport is unset), else the local files.",
+    )
+    lineage.add_argument("node", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path")
+    direction = lineage.add_mutually_exclusive_group()
+    direction.add_argument("--upstream", action="store_true")
+    direction.add_argument("--downstream", action="store_true")
+    lineage.add_argument("--depth", type=int, default=20)
+    output = lineage.add_mutually_exclusive_group()
+    output.add_argument("--format", choices=FORMATS, default="table", help="json is Marquez's lineage API shape")
+    output.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    output.add_argument("--mermaid", dest="format", action="store_const", const="mermaid", help="--format mermaid")
+
+
+def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.lineage.source import LineageUnavailable, lineage_around
+
+    try:
+        graph, start = lineage_around(get_settings(), args.node, args.depth)
+    except LineageUnavailable as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    direction = "upstream" if args.upstream else "downstream" if args.downstream else "both"
+    sub = graph.subgraph(start, direction, args.depth)
+    if args.format == "json":
+        console.out(json.dumps(sub.to_marquez(), indent=2), highlight=False)
+    elif args.format == "mermaid":
+        console.out(sub.to_mermaid(), end="", highlight=False)
+    elif args.format == "dot":
+        console.out(sub.to_dot(), end="", highlight=False)
+    else:
+        table = Table(title=f"Lineage of {start} ({direction}, depth {args.depth})")
+        for column in ("node", "type", "reads from", "writes to"):
+            table.add_column(column)
+        for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
+            table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
+        console.print(table)
+    return 0
+
+
+def lineage_readers(settings: MeshSettings, root: str, depth: int = 50) -> Callable[[dg.AssetKey], list[dg.AssetKey]]:
+    """The assets whose runs read an asset's output, as the lineage graph around ``root`` records them."""
+    from mesh_assets.lineage.source import lineage_around
+
+    graph, _ = lineage_around(settings, root, depth)
+
+    def readers(key: dg.AssetKey) -> list[dg.AssetKey]:
+        job = graph.nodes.get(f"job:{key.path[0]}:{'.'.join(key.path)}")
+        if job is None:
+            return []
+        found = {r for out in job.outs for r in graph.nodes[out].outs if graph.nodes[r].type == "JOB"}
+        return sorted(dg.AssetKey(graph.nodes[r].name.split(".")) for r in found)
+
+    return readers
