@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.settings import MeshSettings, get_settings
+
+if TYPE_CHECKING:
+    from mesh_assets.lineage.graph import LineageGraph
 
 FORMATS = ("table", "json", "mermaid", "dot")
 
@@ -32,6 +36,9 @@ def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
     output.add_argument("--format", choices=FORMATS, default="table", help="json is Marquez's lineage API shape")
     output.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     output.add_argument("--mermaid", dest="format", action="store_const", const="mermaid", help="--format mermaid")
+    output.add_argument(
+        "--columns", action="store_true", help="the column lineage of the node's dataset (a job's output), as Mermaid"
+    )
 
 
 def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
@@ -42,6 +49,8 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
     except LineageUnavailable as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
+    if args.columns:
+        return print_columns(graph, start, console)
     direction = "upstream" if args.upstream else "downstream" if args.downstream else "both"
     sub = graph.subgraph(start, direction, args.depth)
     if args.format == "json":
@@ -57,6 +66,19 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
         for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
             table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
         console.print(table)
+    return 0
+
+
+def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
+    from mesh_assets.lineage.graph import column_lineage_mermaid
+
+    node = graph.nodes[start]
+    datasets = [node] if node.type == "DATASET" else [graph.nodes[o] for o in sorted(node.outs)]
+    found = [d for d in datasets if d.data.get("columnLineage")]
+    if not found:
+        console.print(f"[red]error[/red] no column lineage recorded for {start}", highlight=False)
+        return 2
+    console.out(column_lineage_mermaid(found[0].name, found[0].data["columnLineage"]), end="", highlight=False)
     return 0
 
 

@@ -108,6 +108,8 @@ class RunDescription:
     columns: std.ColumnSources | None = None
     null_counts: dict[str, int] = field(default_factory=dict)
     table_names: dict[str, str] = field(default_factory=dict)
+    job_type: tuple[str, str] = ("MESH", "ASSET")
+    """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model."""
     """``<domain>.<table>`` of the locations read and written, for their ``symlinks`` facets."""
 
     STATES: ClassVar[dict[str, RunState]] = {
@@ -160,7 +162,9 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
 
 def _job_facets(d: RunDescription) -> dict[str, Any]:
     facets: dict[str, Any] = {
-        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration="MESH", jobType="ASSET"),
+        "jobType": job_type_job.JobTypeJobFacet(
+            processingType="BATCH", integration=d.job_type[0], jobType=d.job_type[1]
+        ),
     }
     if d.sql:
         facets["sql"] = sql_job.SQLJobFacet(query=d.sql)

@@ -155,9 +155,12 @@ def graph_from_events(events: Iterable[dict[str, Any]]) -> LineageGraph:
             graph.edge(graph.node("DATASET", ds["namespace"], ds["name"]), job)
         for ds in event.get("outputs") or []:
             node = graph.node("DATASET", ds["namespace"], ds["name"])
-            fields = ((ds.get("facets") or {}).get("schema") or {}).get("fields")
+            facets = ds.get("facets") or {}
+            fields = (facets.get("schema") or {}).get("fields")
             if fields:
                 node.data = {"type": "DB_TABLE", "fields": fields}
+            if facets.get("columnLineage"):
+                node.data["columnLineage"] = facets["columnLineage"]
             graph.edge(job, node)
         job.data["inputs"] = [{"namespace": graph.nodes[i].namespace, "name": graph.nodes[i].name} for i in job.ins]
         job.data["outputs"] = [{"namespace": graph.nodes[o].namespace, "name": graph.nodes[o].name} for o in job.outs]
@@ -183,10 +186,26 @@ def graph_from_marquez(payload: dict[str, Any]) -> LineageGraph:
     return graph
 
 
-def jobs_downstream(graph: LineageGraph, start: str) -> list[str]:
-    """Names of the jobs downstream of ``start`` (a job's own outputs' readers, and theirs), sorted."""
-    reached = graph.subgraph(start, "downstream", depth=len(graph.nodes) + 1)
-    return sorted(n.name for n in reached.nodes.values() if n.type == "JOB" and n.id != start)
+def column_lineage_mermaid(output: str, facet: dict[str, Any]) -> str:
+    """A ``columnLineage`` facet as a Mermaid flowchart: each dataset a box of its columns, an edge from each
+    input column to the output column computed from it."""
+    columns: dict[str, set[str]] = {output: set()}
+    edges = []
+    for column, spec in sorted((facet.get("fields") or {}).items()):
+        columns[output].add(column)
+        for f in spec.get("inputFields", []):
+            columns.setdefault(f["name"], set()).add(f["field"])
+            edges.append(((f["name"], f["field"]), (output, column)))
+    ids: dict[tuple[str, str], str] = {}
+    lines = ["flowchart LR"]
+    for i, (dataset, names) in enumerate(sorted(columns.items(), key=lambda kv: (kv[0] == output, kv[0]))):
+        lines.append(f'    subgraph d{i}["{dataset}"]')
+        for j, name in enumerate(sorted(names)):
+            ids[(dataset, name)] = f"d{i}c{j}"
+            lines.append(f'        d{i}c{j}["{name}"]')
+        lines.append("    end")
+    lines += [f"    {ids[a]} --> {ids[b]}" for a, b in sorted(edges)]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
@@ -15,6 +15,7 @@ from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 from mesh_assets.lineage.plan import normalize
+from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import PySparkTransformation
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from mesh_assets.checks.outcomes import CheckOutcome
     from mesh_assets.graph.resolve import Node
     from mesh_assets.lineage.capture import Reads
+    from mesh_assets.settings import MeshSettings
     from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.writer import WriteResult
 
@@ -86,10 +88,10 @@ def source_of(node: Node) -> tuple[tuple[str, str] | None, Path | None]:
     return ("sql", node.sql) if node.sql else None, path
 
 
-def window(node: Node, start: str, end: str) -> tuple[datetime, datetime] | None:
+def window(grain: Grain, start: str, end: str) -> tuple[datetime, datetime] | None:
     """The run's partition window, end excluded; ``None`` when the keys are not the grain's own."""
     try:
-        rng = PartitionRange.from_keys(node.table.grain, start, end)
+        rng = PartitionRange.from_keys(grain, start, end)
     except ValueError:
         return None
     assert rng.grain.step is not None
@@ -103,7 +105,7 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
     if context.has_partition_key or context.has_partition_key_range:
         rng = context.partition_key_range
         partitions = (node.table.grain.name, rng.start, rng.end, list(context.partition_keys))
-        span = window(node, rng.start, rng.end)
+        span = window(node.table.grain, rng.start, rng.end)
     source, source_file = source_of(node)
     names = {normalize(registry.location(r.table.domain, r.table.name)): r.table.ref for r in node.reads}
     return RunDescription(
@@ -115,7 +117,7 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
         declared_inputs=declared,
         sql=node.sql.strip() if node.sql is not None else None,
         partitions=partitions,
-        engine_version=_spark_version(),
+        engine_version=spark_version(),
         window=span,
         owner=node.table.owner,
         source=source,
@@ -124,7 +126,7 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
     )
 
 
-def _spark_version() -> str | None:
+def spark_version() -> str | None:
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -132,19 +134,25 @@ def _spark_version() -> str | None:
 
 
 @contextmanager
-def product_lineage(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[ProductLineage]:
-    """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises."""
+def run_events(log: Any, settings: MeshSettings, description: RunDescription) -> Iterator[RunDescription]:
+    """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises; the block
+    fills ``description`` in with what the run did."""
     try:
-        client = make_client(mesh.settings)
+        client = make_client(settings)
     except ValueError as exc:
-        context.log.warning(f"OpenLineage disabled for this run: {exc}")
+        log.warning(f"OpenLineage disabled for this run: {exc}")
         client = None
-    lineage = ProductLineage(describe_run(context, mesh, node))
-    warn = context.log.warning
-    emit(client, build_event("START", lineage.description), warn)
+    emit(client, build_event("START", description), log.warning)
     try:
-        yield lineage
+        yield description
     except BaseException as exc:
-        emit(client, build_event("FAIL", lineage.description, error=exc), warn)
+        emit(client, build_event("FAIL", description, error=exc), log.warning)
         raise
-    emit(client, build_event("COMPLETE", lineage.description), warn)
+    emit(client, build_event("COMPLETE", description), log.warning)
+
+
+@contextmanager
+def product_lineage(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[ProductLineage]:
+    """A product run's events around the block (see :func:`run_events`)."""
+    with run_events(context.log, mesh.settings, describe_run(context, mesh, node)) as description:
+        yield ProductLineage(description)

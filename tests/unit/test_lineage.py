@@ -20,6 +20,7 @@ from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.serde import Serde
 from receiver import json_receiver
 
+from mesh_assets.cli import main
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import (
     MeshPartitionsRunFacet,
@@ -30,7 +31,7 @@ from mesh_assets.lineage.events import (
     run_uuid,
 )
 from mesh_assets.lineage.graph import graph_from_events, read_events
-from mesh_assets.settings import MeshSettings
+from mesh_assets.settings import MeshSettings, get_settings
 
 MESH_FACETS = {
     "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
@@ -293,3 +294,39 @@ def test_without_any_configuration_events_go_to_the_files(no_client_config):
     settings = MeshSettings(home=no_client_config / "mesh")
     assert emit(make_client(settings), build_event("START", sql_run()))
     assert [e["eventType"] for e in read_events(settings.lineage_dir)] == ["START"]
+
+
+def test_undeclared_reads_rule_is_per_domain(monkeypatch):
+    settings = MeshSettings(lineage={"undeclared_reads": "warn", "domains": {"finance": {"undeclared_reads": "error"}}})
+    assert settings.lineage.undeclared_reads_for("finance") == "error"
+    assert settings.lineage.undeclared_reads_for("food_delivery") == "warn"
+    monkeypatch.setenv("MESH_LINEAGE__DOMAINS__LX__UNDECLARED_READS", "error")
+    assert MeshSettings().lineage.undeclared_reads_for("lx") == "error"
+    with pytest.raises(ValueError, match="undeclared_reads"):
+        MeshSettings(lineage={"domains": {"lx": {"undeclared_reads": "ignore"}}})
+
+
+def test_mesh_lineage_draws_a_products_column_lineage(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MESH_HOME", str(tmp_path))
+    monkeypatch.delenv("MESH_LINEAGE__TRANSPORT", raising=False)
+    monkeypatch.delenv("OPENLINEAGE_URL", raising=False)
+    get_settings.cache_clear()
+    try:
+        client = make_client(MeshSettings(lineage={"transport": "file"}))
+        d = sql_run()
+        d.columns = {
+            "order_id": [(f"{WH}/food_delivery/orders", "id")],
+            "menu_id": [(f"{WH}/food_delivery/menus", "id")],
+        }
+        assert emit(client, build_event("COMPLETE", d))
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--columns"]) == 0
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--upstream", "--format", "dot"]) == 0
+    finally:
+        get_settings.cache_clear()
+    text, dot = capsys.readouterr().out.split("digraph")
+    lines = text.splitlines()
+    assert lines[0] == "flowchart LR"
+    assert '    subgraph d0["/wh/food_delivery/menus"]' in lines and '        d0c0["id"]' in lines
+    assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
+    assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
+    assert '"food_delivery.orders_7_days"' in dot and "shape=cylinder" in dot
