@@ -8,13 +8,12 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
-import openlineage_spec
 import pytest
 from delta.tables import DeltaTable
+from lineage_runs import validate
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.lineage.events import MeshPartitionsRunFacet, MeshUndeclaredReadsRunFacet
 from mesh_assets.lineage.graph import read_events
 from mesh_assets.settings import get_settings
 
@@ -22,10 +21,6 @@ pytestmark = pytest.mark.spark
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "column_lineage" / "domains"
 DAY = "2024-01-02"
-MESH_FACETS = {
-    "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
-    "MeshUndeclaredReadsRunFacet": MeshUndeclaredReadsRunFacet,
-}
 
 
 def test_derived_columns_name_their_exact_inputs_through_a_join_and_an_aggregation(spark, tmp_path):
@@ -62,7 +57,7 @@ def test_derived_columns_name_their_exact_inputs_through_a_join_and_an_aggregati
             and e["eventType"] == "COMPLETE"
             and e["run"]["facets"]["parent"]["run"]["runId"] == result.run_id
         ]
-        openlineage_spec.validate(complete, MESH_FACETS)
+        validate(complete)
         out = complete["outputs"][0]["facets"]
         fields = out["columnLineage"]["fields"]
         assert {c: [(f["name"], f["field"]) for f in v["inputFields"]] for c, v in fields.items()} == expected, table

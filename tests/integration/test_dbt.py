@@ -7,14 +7,13 @@ from collections import defaultdict
 from datetime import date
 
 import dagster as dg
-import openlineage_spec
 import pytest
 from delta.tables import DeltaTable
+from lineage_runs import validate
 from pyspark.sql import functions as F
 
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
-from mesh_assets.lineage.events import MeshPartitionsRunFacet
 from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.grain import Grain
 from mesh_assets.settings import get_settings
@@ -148,7 +147,7 @@ def assert_lineage_events(world, run_id: str) -> None:
     }
     assert set(events) == {"analytics.stg_orders", "analytics.city_daily_kpis"}
     for name, event in events.items():
-        openlineage_spec.validate(event, {"MeshPartitionsRunFacet": MeshPartitionsRunFacet})
+        validate(event)
         out = event["outputs"][0]["facets"]
         version = DeltaTable.forPath(world.mesh.spark, location(*name.split("."))).history(1).collect()[0]["version"]
         assert out["version"]["datasetVersion"] == str(version)

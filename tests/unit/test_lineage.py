@@ -8,69 +8,23 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import subprocess
 import uuid
-from datetime import UTC, datetime
 
 import jsonschema
-import openlineage_spec
 import pytest
-from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
+from lineage_runs import WH, description, sql_run, validate
 from openlineage.client.serde import Serde
-from receiver import json_receiver
 
 from mesh_assets.cli import main
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import (
-    MeshPartitionsRunFacet,
-    MeshUndeclaredReadsRunFacet,
-    RunDescription,
     build_event,
     dataset_name,
     run_uuid,
 )
 from mesh_assets.lineage.graph import graph_from_events, read_events
 from mesh_assets.settings import MeshSettings, get_settings
-
-MESH_FACETS = {
-    "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
-    "MeshUndeclaredReadsRunFacet": MeshUndeclaredReadsRunFacet,
-}
-
-
-def validate(event: dict) -> None:
-    openlineage_spec.validate(event, MESH_FACETS)
-
-
-WH = "/wh"
-
-
-def description(table: str, inputs: list[str], **kw) -> RunDescription:
-    return RunDescription(
-        domain="food_delivery",
-        table=table,
-        dagster_run_id="0b0e2f9e-6a55-4d8d-9d0f-1c2b3a4d5e6f",
-        dagster_job="__ASSET_JOB",
-        output_location=f"{WH}/food_delivery/{table}",
-        declared_inputs=[f"{WH}/food_delivery/{i}" for i in inputs],
-        **kw,
-    )
-
-
-def sql_run() -> RunDescription:
-    d = description("orders_7_days", ["orders", "menus"], sql="SELECT 1", engine_version="4.2.0")
-    d.partitions = ("daily", "2021-06-04", "2021-06-05", ["2021-06-04", "2021-06-05"])
-    d.reads = [f"{WH}/food_delivery/orders", f"{WH}/food_delivery/menus", f"{WH}/central/prices"]
-    d.undeclared, d.undeclared_names = [f"{WH}/central/prices"], ["central.prices"]
-    d.schema, d.rows = [("order_id", "bigint"), ("p_date", "date")], 42
-    d.assertions = [dq.Assertion(assertion="not_null", success=True, column="order_id", name="not_null_order_id")]
-    d.window = (datetime(2021, 6, 4, tzinfo=UTC), datetime(2021, 6, 6, tzinfo=UTC))
-    d.version, d.owner, d.null_counts = 7, "food-analytics@example.com", {"order_id": 0}
-    d.source = ("sql", "SELECT 1")
-    d.table_names = {f"{WH}/food_delivery/orders": "food_delivery.orders"}
-    d.columns = {"order_id": [(f"{WH}/food_delivery/orders", "id")], "p_date": []}
-    return d
 
 
 def test_standard_facets_say_window_version_owner_name_and_columns():
@@ -215,95 +169,6 @@ def test_mermaid(tmp_path):
     assert sum("-->" in line for line in lines) == 2
     assert any('[("/wh/food_delivery/orders")]' in line for line in lines)
     assert any('["food_delivery.orders_7_days"]' in line for line in lines)
-
-
-def test_http_transport_posts_to_a_marquez_style_endpoint(monkeypatch):
-    received: list[tuple[str, dict]] = []
-    server = json_receiver(lambda path, body: received.append((path, body)), status=201)
-    try:
-        settings = MeshSettings(lineage={"transport": "http", "url": f"http://127.0.0.1:{server.server_port}"})
-        client = make_client(settings)
-        assert emit(client, build_event("COMPLETE", sql_run()))
-    finally:
-        server.shutdown()
-    [(path, event)] = received
-    assert path == "/api/v1/lineage"
-    validate(event)
-    assert event["eventType"] == "COMPLETE" and event["job"]["name"] == "food_delivery.orders_7_days"
-
-
-def test_console_transport_logs_each_event():
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("openlineage.client.transport.console")
-    logger.addHandler(handler)
-    level, logger.level = logger.level, logging.INFO
-    try:
-        client = make_client(MeshSettings(lineage={"transport": "console"}))
-        assert emit(client, build_event("START", sql_run()))
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    [record] = records
-    assert json.loads(record.getMessage())["eventType"] == "START"
-
-
-def test_http_transport_needs_a_url():
-    with pytest.raises(ValueError, match=r"lineage\.url is not set"):
-        make_client(MeshSettings(lineage={"transport": "http"}))
-    assert make_client(MeshSettings(lineage={"transport": "none"})) is None
-
-
-@pytest.fixture
-def no_client_config(monkeypatch, tmp_path):
-    """No OpenLineage configuration from this machine: no variables, no ``openlineage.yml`` found."""
-    for name in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def test_the_clients_own_configuration_applies_when_mesh_sets_no_transport(no_client_config, monkeypatch):
-    tmp_path = no_client_config
-    received: list[tuple[str, dict]] = []
-    server = json_receiver(lambda path, body: received.append((path, body)), status=201)
-    try:
-        monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{server.server_port}")
-        assert emit(make_client(MeshSettings(home=tmp_path / "mesh")), build_event("START", sql_run()))
-        assert [path for path, _ in received] == ["/api/v1/lineage"]
-        own = MeshSettings(home=tmp_path / "mesh", lineage={"transport": "file"})  # Mesh's own setting wins
-        assert emit(make_client(own), build_event("COMPLETE", sql_run()))
-        assert len(received) == 1 and [e["eventType"] for e in read_events(own.lineage_dir)] == ["COMPLETE"]
-    finally:
-        server.shutdown()
-
-    monkeypatch.delenv("OPENLINEAGE_URL")
-    log_file = tmp_path / "from-openlineage-yml.jsonl"
-    (tmp_path / "openlineage.yml").write_text(
-        f"transport:\n  type: file\n  log_file_path: {log_file}\n  append: true\n"
-    )
-    assert emit(make_client(MeshSettings(home=tmp_path / "other")), build_event("START", sql_run()))
-    [line] = log_file.read_text().splitlines()
-    assert json.loads(line)["job"]["name"] == "food_delivery.orders_7_days"
-    assert not (tmp_path / "other" / "lineage").exists()
-
-
-def test_without_any_configuration_events_go_to_the_files(no_client_config):
-    settings = MeshSettings(home=no_client_config / "mesh")
-    assert emit(make_client(settings), build_event("START", sql_run()))
-    assert [e["eventType"] for e in read_events(settings.lineage_dir)] == ["START"]
-
-
-def test_undeclared_reads_rule_is_per_domain(monkeypatch):
-    settings = MeshSettings(lineage={"undeclared_reads": "warn", "domains": {"finance": {"undeclared_reads": "error"}}})
-    assert settings.lineage.undeclared_reads_for("finance") == "error"
-    assert settings.lineage.undeclared_reads_for("food_delivery") == "warn"
-    monkeypatch.setenv("MESH_LINEAGE__DOMAINS__LX__UNDECLARED_READS", "error")
-    assert MeshSettings().lineage.undeclared_reads_for("lx") == "error"
-    with pytest.raises(ValueError, match="undeclared_reads"):
-        MeshSettings(lineage={"domains": {"lx": {"undeclared_reads": "ignore"}}})
 
 
 def test_mesh_lineage_draws_a_products_column_lineage(monkeypatch, tmp_path, capsys):
