@@ -81,7 +81,11 @@ def sql_lineage(sql: str, tables: Mapping[str, str], schemas: Mapping[str, Mappi
         domain, table = ref.split(".", 1)
         schema.setdefault(domain, {})[table] = dict(schemas.get(normalize(location), {}))
     try:
-        query = qualify(sqlglot.parse_one(sql, dialect="spark"), schema=schema, dialect="spark")
+        tree = sqlglot.parse_one(sql, dialect="spark")
+        ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+        if any(not t.db and t.name not in ctes for t in tree.find_all(exp.Table)):
+            return None  # a table named without its domain: the plan knows what it resolved to
+        query = qualify(tree, schema=schema, dialect="spark")
         out: ColumnSources = {}
         for select in query.selects:
             name = select.alias_or_name

@@ -108,9 +108,9 @@ class RunDescription:
     columns: std.ColumnSources | None = None
     null_counts: dict[str, int] = field(default_factory=dict)
     table_names: dict[str, str] = field(default_factory=dict)
+    """``<domain>.<table>`` of the locations read, for their ``symlinks`` facets."""
     job_type: tuple[str, str] = ("MESH", "ASSET")
     """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model."""
-    """``<domain>.<table>`` of the locations read and written, for their ``symlinks`` facets."""
 
     STATES: ClassVar[dict[str, RunState]] = {
         "START": RunState.START,

@@ -79,9 +79,10 @@ def source_of(node: Node) -> tuple[tuple[str, str] | None, Path | None]:
     t = node.transformation
     if isinstance(t, PySparkTransformation):
         try:
-            return ("python", inspect.getsource(t.fn)), Path(inspect.getsourcefile(t.fn) or "")
+            code, file = inspect.getsource(t.fn), inspect.getsourcefile(t.fn)
         except (OSError, TypeError):
             return None, node.product.source_file
+        return ("python", code), Path(file) if file else node.product.source_file
     sql_file = getattr(t, "sql_file", None)
     folder = node.product.source_file.parent if node.product.source_file else None
     path = folder / sql_file if folder and sql_file else node.product.source_file

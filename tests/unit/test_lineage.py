@@ -17,6 +17,7 @@ from lineage_runs import WH, description, sql_run, validate
 from openlineage.client.serde import Serde
 
 from mesh_assets.cli import main
+from mesh_assets.lineage.columns import sql_lineage
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import (
     build_event,
@@ -195,3 +196,31 @@ def test_mesh_lineage_draws_a_products_column_lineage(monkeypatch, tmp_path, cap
     assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
     assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
     assert '"food_delivery.orders_7_days"' in dot and "shape=cylinder" in dot
+
+
+def test_sql_column_lineage_through_a_join_and_an_aggregation():
+    orders, customers = f"{WH}/cl/orders", f"{WH}/cl/customers"
+    sql = """
+        WITH o AS (SELECT * FROM cl.orders WHERE p_date BETWEEN :partition_start AND :partition_end)
+        SELECT o.p_date, c.segment, SUM(o.amount * o.quantity) AS revenue, COUNT(DISTINCT o.order_id) AS orders
+        FROM o JOIN cl.customers c ON o.customer_id = c.id
+        GROUP BY o.p_date, c.segment"""
+    schemas = {
+        orders: {
+            "order_id": "bigint",
+            "customer_id": "bigint",
+            "amount": "double",
+            "quantity": "int",
+            "p_date": "date",
+        },
+        customers: {"id": "bigint", "segment": "string", "name": "string"},
+    }
+    got = sql_lineage(sql, {"cl.orders": orders, "cl.customers": customers}, schemas)
+    assert got == {
+        "p_date": [(orders, "p_date")],
+        "segment": [(customers, "segment")],
+        "revenue": [(orders, "amount"), (orders, "quantity")],
+        "orders": [(orders, "order_id")],
+    }
+    unqualified = sql.replace("FROM cl.orders", "FROM orders")  # the plan, not a guess, says which table
+    assert sql_lineage(unqualified, {"cl.orders": orders, "cl.customers": customers}, schemas) is None
