@@ -38,12 +38,32 @@ class SparkSettings(BaseModel):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
-class LineageSettings(BaseModel):
-    """Where OpenLineage events go."""
+UndeclaredReads = Literal["warn", "error"]
 
-    transport: Literal["file", "http", "console", "none"] = "file"
+
+class DomainLineageSettings(BaseModel):
+    """One domain's lineage rules, over the mesh-wide ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    undeclared_reads: UndeclaredReads | None = None
+
+
+class LineageSettings(BaseModel):
+    """Where OpenLineage events go; unset, the OpenLineage client's own configuration (``OPENLINEAGE_URL``,
+    ``openlineage.yml``) decides, and without one the file transport is used."""
+
+    transport: Literal["file", "http", "console", "none"] | None = None
     url: str | None = None
     namespace_prefix: str = ""
+    undeclared_reads: UndeclaredReads = "warn"
+    """A run that reads a table it does not declare (seen in Spark's plan): ``warn`` in its log, or ``error``:
+    the run fails and publishes nothing. Per domain: ``domains: {<domain>: {undeclared_reads: error}}``."""
+    domains: dict[str, DomainLineageSettings] = Field(default_factory=dict)
+
+    def undeclared_reads_for(self, domain: str) -> UndeclaredReads:
+        own = self.domains.get(domain)
+        return own.undeclared_reads if own and own.undeclared_reads else self.undeclared_reads
 
 
 class AlertSettings(BaseModel):

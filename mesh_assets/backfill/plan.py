@@ -9,7 +9,7 @@ what Dagster itself considers downstream. It is launched as ONE asset backfill
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -150,8 +150,12 @@ def plan_backfill(
     *,
     downstream: bool = True,
     instance: dg.DagsterInstance | None = None,
+    children: Callable[[dg.AssetKey], Iterable[dg.AssetKey]] | None = None,
 ) -> BackfillPlan:
     """The root's ``start``..``end`` and, with ``downstream``, every partition downstream of it.
+
+    ``children`` gives the assets that read an asset (default: the asset graph's own edges); with a lineage
+    graph's edges, the plan follows what runs actually read, and the asset graph still maps the partitions.
 
     With ``instance``, only partitions that can be computed are planned: each input partition they read is
     published on the instance or planned before them; the others are listed in ``left_out`` with the reason.
@@ -170,8 +174,9 @@ def plan_backfill(
         for current in graph.toposorted_asset_keys:
             if current not in reached:
                 continue
-            for child in sorted(graph.get(current).child_keys):
-                if not graph.get(child).is_executable:
+            readers = children(current) if children is not None else graph.get(current).child_keys
+            for child in sorted(readers):
+                if not graph.has(child) or not graph.get(child).is_executable:
                     continue
                 mapped = _downstream(graph, current, reached[current], child)
                 if mapped is not None and mapped.is_empty:

@@ -10,6 +10,7 @@ import dagster as dg
 from rich.console import Console
 from rich.table import Table
 
+from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
@@ -183,11 +184,20 @@ def report_undeclared_reads(console: Console, runs: int) -> int:
 def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.backfill import plan_backfill
     from mesh_assets.cli.backfills import plan_and_launch
+    from mesh_assets.cli.lineage import lineage_readers
+    from mesh_assets.lineage.source import LineageUnavailable
 
+    readers = None
+    if getattr(args, "from_lineage", False):
+        try:
+            readers = lineage_readers(get_settings(), args.asset)
+        except LineageUnavailable as exc:
+            console.print(f"[red]error[/red] {exc}; nothing planned", highlight=False)
+            return 2
     with persistent_instance() as instance:
         return plan_and_launch(
             lambda graph: plan_backfill(
-                graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance
+                graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance, children=readers
             ),
             instance,
             args,
@@ -206,34 +216,6 @@ def cmd_rebuild(args: argparse.Namespace, console: Console) -> int:
             args,
             console,
         )
-
-
-def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
-    import json
-
-    from mesh_assets.lineage.graph import graph_from_events, read_events
-
-    graph = graph_from_events(read_events(get_settings().lineage_dir))
-    try:
-        start = graph.resolve(args.node)
-    except KeyError as exc:
-        console.print(f"[red]error[/red] {exc.args[0]}", highlight=False)
-        return 2
-    direction = "upstream" if args.upstream else "downstream" if args.downstream else "both"
-    sub = graph.subgraph(start, direction, args.depth)
-    if args.json:
-        console.out(json.dumps(sub.to_marquez(), indent=2))
-        return 0
-    if args.mermaid:
-        console.out(sub.to_mermaid(), end="")
-        return 0
-    table = Table(title=f"Lineage of {start} ({direction}, depth {args.depth})")
-    for column in ("node", "type", "reads from", "writes to"):
-        table.add_column(column)
-    for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
-        table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
-    console.print(table)
-    return 0
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:

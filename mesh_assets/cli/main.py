@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from mesh_assets.cli import commands
+from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
 
@@ -43,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
     backfill.add_argument("--start", required=True, help="first partition (YYYY-MM-DD)")
     backfill.add_argument("--end", required=True, help="last partition (YYYY-MM-DD)")
     backfill.add_argument("--downstream", action="store_true", help="include every partition downstream of the range")
+    backfill.add_argument(
+        "--from-lineage",
+        action="store_true",
+        help="with --downstream: follow the lineage graph (files or lineage server) instead of the asset graph",
+    )
     backfill.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
     backfill.add_argument(
         "--wait", action="store_true", help="follow the backfill until it ends (needs the daemon running)"
@@ -69,15 +75,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
-    lineage = sub.add_parser("lineage", help="the OpenLineage graph around a dataset or job, from emitted events")
-    lineage.add_argument("node", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path")
-    direction = lineage.add_mutually_exclusive_group()
-    direction.add_argument("--upstream", action="store_true")
-    direction.add_argument("--downstream", action="store_true")
-    lineage.add_argument("--depth", type=int, default=20)
-    output = lineage.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="Marquez lineage API shape")
-    output.add_argument("--mermaid", action="store_true", help="Mermaid flowchart text")
+    add_lineage_parser(sub)
     return root
 
 

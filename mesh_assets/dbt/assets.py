@@ -165,7 +165,9 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
                     target_path=mesh.settings.home / "dbt" / "target",
                     env=dbt_env(mesh.registry.warehouse),
                 )
-                yield from publish_models(context, mesh, models, full_refresh=config.full_refresh, unready=unready)
+                yield from publish_models(
+                    context, mesh, models, full_refresh=config.full_refresh, unready=unready, nodes=manifest["nodes"]
+                )
 
     return dbt_models
 

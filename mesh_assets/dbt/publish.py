@@ -17,6 +17,7 @@ from mesh_assets.checks.results import run_targets
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun, gate_model
+from mesh_assets.dbt.lineage import model_lineage
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.record import table_schema
@@ -98,34 +99,38 @@ def publish_models(
     *,
     full_refresh: bool,
     unready: Mapping[dg.AssetKey, Mapping[str | None, list[str]]],
+    nodes: Mapping[str, Mapping[str, Any]],
 ) -> Iterator[Any]:
     """Gate and publish ``models`` (in dbt's order) for the run's partitions; fail naming what was refused.
 
-    ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready."""
+    ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready; ``nodes`` the
+    manifest's nodes by unique id (owner and file of each model's lineage events)."""
     keys = context.partition_key_range
     part = PartitionRange.from_keys(Grain.DAILY, keys.start, keys.end)
     window = f"{keys.start}..{keys.end}"
     runs: dict[str, ModelRun] = {}
     for model in models:
-        try:
-            run = gate_model(
-                mesh.spark,
-                mesh.registry,
-                model,
-                part,
-                [runs[uid] for uid in model.parents],
-                full_refresh=full_refresh,
-                commit_info={"dagster_run_id": context.run.run_id},
-                unready=unready.get(model.key),
-            )
-        except Exception as exc:
-            earlier = [line for done in runs.values() for line in problems(done)]
-            why = exc.description if isinstance(exc, dg.Failure) else f"{type(exc).__name__}: {str(exc)[:2000]}"
-            raise dg.Failure(
-                description=f"dbt model {model.ref} failed: {why}"
-                + (f"; before it: {'; '.join(earlier)}" if earlier else ""),
-                metadata={"not_run": [m.ref for m in models[len(runs) + 1 :]]},
-            ) from exc
+        with model_lineage(context, mesh, model, nodes.get(model.unique_id, {})) as record:
+            try:
+                run = gate_model(
+                    mesh.spark,
+                    mesh.registry,
+                    model,
+                    part,
+                    [runs[uid] for uid in model.parents],
+                    full_refresh=full_refresh,
+                    commit_info={"dagster_run_id": context.run.run_id},
+                    unready=unready.get(model.key),
+                )
+            except Exception as exc:
+                earlier = [line for done in runs.values() for line in problems(done)]
+                why = exc.description if isinstance(exc, dg.Failure) else f"{type(exc).__name__}: {str(exc)[:2000]}"
+                raise dg.Failure(
+                    description=f"dbt model {model.ref} failed: {why}"
+                    + (f"; before it: {'; '.join(earlier)}" if earlier else ""),
+                    metadata={"not_run": [m.ref for m in models[len(runs) + 1 :]]},
+                ) from exc
+            record(run)
         runs[model.unique_id] = run
         yield from model_events(context, run, window)
     refused = [line for run in runs.values() for line in problems(run)]

@@ -12,40 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import dagster as dg
 from pyspark.sql import DataFrame
+
+from mesh_assets.lineage.columns import plan_lineage, sql_lineage
+from mesh_assets.lineage.facets import ColumnSources
+from mesh_assets.lineage.plan import leaf_paths, normalize, seq
+from mesh_assets.settings import UndeclaredReads
 
 if TYPE_CHECKING:
     from mesh_assets.graph.resolve import Node
     from mesh_assets.storage.tables import TableRegistry
-
-
-def normalize(path: str) -> str:
-    """``file:/x/y/`` and ``/x/y`` name the same local table; other schemes are kept."""
-    path = path.rstrip("/")
-    for prefix in ("file://", "file:"):
-        if path.startswith(prefix):
-            path = path[len(prefix) :]
-            return "/" + path.lstrip("/")
-    return path
-
-
-def _seq(scala_seq: Any) -> list[Any]:
-    return [scala_seq.apply(i) for i in range(scala_seq.size())]
-
-
-def _leaf_paths(leaf: Any) -> list[str]:
-    name = leaf.nodeName()
-    if name == "LogicalRelation":
-        try:
-            return [str(p) for p in _seq(leaf.relation().location().rootPaths())]
-        except Exception:  # a relation without a file index (JDBC, ...) has no path
-            return []
-    if name.startswith("DataSourceV2"):
-        try:
-            return [str(leaf.table().name())]
-        except Exception:
-            return []
-    return []
 
 
 def read_locations(df: DataFrame) -> list[str] | None:
@@ -54,10 +31,10 @@ def read_locations(df: DataFrame) -> list[str] | None:
     if jdf is None:
         return None
     try:
-        leaves = _seq(jdf.queryExecution().analyzed().collectLeaves())
+        leaves = seq(jdf.queryExecution().analyzed().collectLeaves())
     except Exception:  # capture never fails a run
         return None
-    return sorted({normalize(p) for leaf in leaves for p in _leaf_paths(leaf)})
+    return sorted({normalize(p) for leaf in leaves for p in leaf_paths(leaf)})
 
 
 def undeclared_reads(reads: list[str] | None, declared: list[str], own: str) -> list[str]:
@@ -81,17 +58,54 @@ class Reads:
     locations: list[str] | None
     undeclared: tuple[str, ...] = ()
     undeclared_names: tuple[str, ...] = ()
+    columns: ColumnSources | None = None
 
     def as_fields(self) -> dict[str, Any]:
-        return {"reads": self.locations, "undeclared_reads": self.undeclared, "undeclared_names": self.undeclared_names}
+        return {
+            "reads": self.locations,
+            "undeclared_reads": self.undeclared,
+            "undeclared_names": self.undeclared_names,
+            "column_lineage": self.columns,
+        }
 
 
-def observed_reads(df: DataFrame, node: Node, registry: TableRegistry, log: Any) -> Reads:
-    """The tables ``df`` reads; one warning in the run's log when it reads one ``node`` does not declare."""
+class UndeclaredReadRefused(dg.Failure):
+    """A run read tables it does not declare, in a domain whose ``lineage.undeclared_reads`` is ``error``."""
+
+
+def observed_reads(
+    df: DataFrame, node: Node, registry: TableRegistry, log: Any, rule: UndeclaredReads = "warn"
+) -> Reads:
+    """The tables ``df`` reads. One it does not declare is a warning in the run's log, or with ``rule`` =
+    ``error`` refuses the run before anything is written."""
     reads = read_locations(df)
     declared = [registry.location(r.table.domain, r.table.name) for r in node.reads]
     undeclared = tuple(undeclared_reads(reads, declared, registry.location(node.domain, node.table.name)))
     names = tuple(table_name(p, registry.warehouse) for p in undeclared)
+    if undeclared and rule == "error":
+        raise UndeclaredReadRefused(
+            description=f"{node.table.ref} reads tables it does not declare as inputs: {', '.join(names)}; "
+            f"domain {node.domain} has lineage.undeclared_reads: error, so nothing was written "
+            "(declare them as inputs)",
+            metadata={"undeclared_reads": list(names)},
+        )
     if undeclared:
         log.warning(f"{node.table.ref} read tables it does not declare as inputs: {', '.join(names)}")
-    return Reads(reads, undeclared, names)
+    return Reads(reads, undeclared, names, column_lineage(df, node, registry))
+
+
+def column_lineage(df: DataFrame, node: Node, registry: TableRegistry) -> ColumnSources | None:
+    """A SQL product's column lineage from its query (sqlglot), else from ``df``'s plan."""
+    tables = {r.table.ref: registry.location(r.table.domain, r.table.name) for r in node.reads}
+    return query_columns(df, node.sql, tables)
+
+
+def query_columns(df: DataFrame, sql: str | None, tables: dict[str, str]) -> ColumnSources | None:
+    """Column lineage of ``df``: from ``sql`` (the query it runs, reading ``tables`` by ``<domain>.<table>``)
+    when sqlglot can follow it, else from ``df``'s analyzed plan; ``None`` when neither is readable."""
+    found = plan_lineage(df)
+    if found is None:
+        return None
+    from_plan, schemas = found
+    from_sql = sql_lineage(sql, tables, schemas) if sql is not None else None
+    return from_plan if from_sql is None else from_sql

@@ -1,13 +1,16 @@
 """Sending events: an OpenLineage client whose transport comes from ``settings.lineage``.
 
-``file`` (default) appends JSON lines to ``<home>/lineage/openlineage-<day>.jsonl``; ``http`` posts to a
-Marquez (or any OpenLineage) endpoint at ``lineage.url``; ``console`` logs them; ``none`` sends nothing.
-Emission never fails a product run: a transport error is logged as a warning.
+``file`` appends JSON lines to ``<home>/lineage/openlineage-<day>.jsonl``; ``http`` posts to a Marquez (or
+any OpenLineage) endpoint at ``lineage.url``; ``console`` logs them; ``none`` sends nothing. When Mesh's
+``lineage.transport`` is not set, the client's own configuration applies as everywhere else OpenLineage is
+used (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG`` / ``openlineage.yml``, ``OPENLINEAGE__TRANSPORT__*``),
+and without one, the file transport. Emission never fails a product run: a transport error is a warning.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from openlineage.client.event_v2 import RunEvent
 from openlineage.client.transport.console import ConsoleConfig, ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
+from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
 from mesh_assets.settings import LineageSettings, MeshSettings
 
@@ -35,14 +39,42 @@ class DailyFileTransport(FileTransport):
         super().emit(event)
 
 
+def client_transport() -> dict | None:
+    """The transport the client's own configuration names, or ``None`` when it names none.
+
+    ``OPENLINEAGE_URL`` is the client's shorthand for an HTTP transport; ``OPENLINEAGE_DISABLED=true`` turns
+    it off. The client reads ``openlineage.yml`` and ``OPENLINEAGE__*`` itself (its ``config`` property).
+    """
+    if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
+        return {"type": "noop"}
+    configured = OpenLineageClient(transport=NoopTransport(NoopConfig())).config.transport
+    if configured and configured.get("type"):
+        return dict(configured)
+    if os.environ.get("OPENLINEAGE_URL"):
+        return {"type": "http", "url": os.environ["OPENLINEAGE_URL"]}
+    return None
+
+
+def server_url(settings: MeshSettings) -> str | None:
+    """The lineage server events are sent to over HTTP (Mesh's setting, else the client's), if any."""
+    cfg = settings.lineage
+    if cfg.transport is not None:
+        return cfg.url if cfg.transport == "http" else None
+    own = client_transport() or {}
+    return own.get("url") if own.get("type") == "http" else None
+
+
 def make_client(settings: MeshSettings) -> OpenLineageClient | None:
     """The client for the configured transport, or ``None`` when lineage is off."""
     cfg: LineageSettings = settings.lineage
-    if cfg.transport == "none":
+    if cfg.transport is None and client_transport() is not None:
+        return OpenLineageClient()
+    transport = cfg.transport or "file"
+    if transport == "none":
         return None
-    if cfg.transport == "file":
+    if transport == "file":
         return OpenLineageClient(transport=DailyFileTransport(settings.lineage_dir))
-    if cfg.transport == "console":
+    if transport == "console":
         return OpenLineageClient(transport=ConsoleTransport(ConsoleConfig()))
     if not cfg.url:
         raise ValueError("lineage.transport is http but lineage.url is not set (e.g. http://localhost:5000)")

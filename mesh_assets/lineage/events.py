@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlparse
 
@@ -29,7 +30,8 @@ from openlineage.client.facet_v2 import (
     sql_job,
 )
 
-from mesh_assets.lineage.capture import normalize
+from mesh_assets.lineage import facets as std
+from mesh_assets.lineage.plan import normalize
 
 PRODUCER = "https://github.com/mesh-platform/mesh/tree/main/mesh_assets/lineage"
 SCHEMA_BASE = "https://github.com/mesh-platform/mesh/tree/main/docs/lineage-facets.json"
@@ -95,6 +97,20 @@ class RunDescription:
     rows: int | None = None
     assertions: list[data_quality_assertions_dataset.Assertion] = field(default_factory=list)
     engine_version: str | None = None
+    window: tuple[datetime, datetime] | None = None
+    """The partition window (start included, end excluded): the ``nominalTime`` facet."""
+    version: int | None = None
+    """The Delta version the run published."""
+    owner: str | None = None
+    source: tuple[str, str] | None = None
+    """(language, code) of the transformation."""
+    source_file: Path | None = None
+    columns: std.ColumnSources | None = None
+    null_counts: dict[str, int] = field(default_factory=dict)
+    table_names: dict[str, str] = field(default_factory=dict)
+    """``<domain>.<table>`` of the locations read, for their ``symlinks`` facets."""
+    job_type: tuple[str, str] = ("MESH", "ASSET")
+    """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model."""
 
     STATES: ClassVar[dict[str, RunState]] = {
         "START": RunState.START,
@@ -126,6 +142,8 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
         facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
             version=d.engine_version, name="spark"
         )
+    if d.window:
+        facets["nominalTime"] = std.nominal_time(*d.window)
     if d.partitions:
         kind, start, end, keys = d.partitions
         facets["mesh_partitions"] = MeshPartitionsRunFacet(kind=kind, start=start, end=end, keys=keys)
@@ -142,25 +160,54 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
     return facets
 
 
-def build_event(state: str, d: RunDescription, *, error: BaseException | None = None) -> RunEvent:
-    """The START, COMPLETE or FAIL event of the run ``d`` describes."""
-    job_facets: dict[str, Any] = {
-        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration="MESH", jobType="ASSET"),
+def _job_facets(d: RunDescription) -> dict[str, Any]:
+    facets: dict[str, Any] = {
+        "jobType": job_type_job.JobTypeJobFacet(
+            processingType="BATCH", integration=d.job_type[0], jobType=d.job_type[1]
+        ),
     }
     if d.sql:
-        job_facets["sql"] = sql_job.SQLJobFacet(query=d.sql)
-    read = d.reads if d.reads is not None and state != "START" else d.declared_inputs
-    inputs = [InputDataset(*dataset_name(p)) for p in sorted(set(read))]
-    out_facets: dict[str, Any] = {}
-    facets: dict[str, Any] = {}
+        facets["sql"] = sql_job.SQLJobFacet(query=d.sql)
+    if d.source:
+        facets["sourceCode"] = std.source_code(*d.source)
+    location = std.source_location(d.source_file)
+    if location is not None:
+        facets["sourceCodeLocation"] = location
+    if d.owner:
+        facets["ownership"] = std.job_ownership(d.owner)
+    return facets
+
+
+def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
+    facets: dict[str, Any] = {"symlinks": std.symlinks(d.job_name)}
+    if d.owner:
+        facets["ownership"] = std.ownership(d.owner)
     if d.schema:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(
             fields=[schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in d.schema]
         )
+    if d.columns:
+        facets["columnLineage"] = std.column_lineage(d.columns, dataset_name)
     if d.assertions:
         facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
             assertions=d.assertions
         )
+    if d.rows is not None:
+        facets["dataQualityMetrics"] = std.quality_metrics(d.rows, d.null_counts)
+    if d.version is not None and state == "COMPLETE":
+        facets["version"] = std.dataset_version(d.version)
+    return facets
+
+
+def _input(location: str, names: dict[str, str]) -> InputDataset:
+    ref = names.get(normalize(location))
+    return InputDataset(*dataset_name(location), facets={"symlinks": std.symlinks(ref)} if ref else {})
+
+
+def build_event(state: str, d: RunDescription, *, error: BaseException | None = None) -> RunEvent:
+    """The START, COMPLETE or FAIL event of the run ``d`` describes."""
+    read = d.reads if d.reads is not None and state != "START" else d.declared_inputs
+    out_facets: dict[str, Any] = {}
     if d.rows is not None:
         out_facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
             rowCount=d.rows
@@ -170,8 +217,8 @@ def build_event(state: str, d: RunDescription, *, error: BaseException | None = 
         eventType=d.STATES[state],
         eventTime=datetime.now(UTC).isoformat(),
         run=Run(runId=d.run_id, facets=_run_facets(d, error if state == "FAIL" else None)),
-        job=Job(namespace=d.domain, name=d.job_name, facets=job_facets),
-        inputs=inputs,
-        outputs=[OutputDataset(namespace, name, facets=facets, outputFacets=out_facets)],
+        job=Job(namespace=d.domain, name=d.job_name, facets=_job_facets(d)),
+        inputs=[_input(p, d.table_names) for p in sorted(set(read))],
+        outputs=[OutputDataset(namespace, name, facets=_output_facets(d, state), outputFacets=out_facets)],
         producer=PRODUCER,
     )

@@ -121,6 +121,19 @@ class LineageGraph:
                 lines.append(f"    {short} --> {ids[dest]}")
         return "\n".join(lines) + "\n"
 
+    def to_dot(self) -> str:
+        """A Graphviz digraph: datasets as cylinders, jobs as boxes, edges in data-flow direction."""
+        ids = {nid: f"n{i}" for i, nid in enumerate(sorted(self.nodes))}
+        lines = ["digraph lineage {", "    rankdir=LR;"]
+        for nid, short in ids.items():
+            n = self.nodes[nid]
+            shape = "cylinder" if n.type == "DATASET" else "box"
+            lines.append(f"    {short} [label={json.dumps(n.name)}, shape={shape}];")
+        for nid, short in ids.items():
+            for dest in sorted(self.nodes[nid].outs):
+                lines.append(f"    {short} -> {ids[dest]};")
+        return "\n".join([*lines, "}"]) + "\n"
+
 
 def graph_from_events(events: Iterable[dict[str, Any]]) -> LineageGraph:
     latest: dict[tuple[str, str], dict[str, Any]] = {}
@@ -142,13 +155,57 @@ def graph_from_events(events: Iterable[dict[str, Any]]) -> LineageGraph:
             graph.edge(graph.node("DATASET", ds["namespace"], ds["name"]), job)
         for ds in event.get("outputs") or []:
             node = graph.node("DATASET", ds["namespace"], ds["name"])
-            fields = ((ds.get("facets") or {}).get("schema") or {}).get("fields")
+            facets = ds.get("facets") or {}
+            fields = (facets.get("schema") or {}).get("fields")
             if fields:
                 node.data = {"type": "DB_TABLE", "fields": fields}
+            if facets.get("columnLineage"):
+                node.data["columnLineage"] = facets["columnLineage"]
             graph.edge(job, node)
         job.data["inputs"] = [{"namespace": graph.nodes[i].namespace, "name": graph.nodes[i].name} for i in job.ins]
         job.data["outputs"] = [{"namespace": graph.nodes[o].namespace, "name": graph.nodes[o].name} for o in job.outs]
     return graph
+
+
+def graph_from_marquez(payload: dict[str, Any]) -> LineageGraph:
+    """The graph a Marquez lineage response describes: the inverse of :meth:`LineageGraph.to_marquez`."""
+    graph = LineageGraph()
+    for item in payload.get("graph", []):
+        data = dict(item.get("data") or {})
+        kind: Literal["DATASET", "JOB"] = "JOB" if item["type"] == "JOB" else "DATASET"
+        _, _, rest = item["id"].partition(":")
+        namespace, _, name = rest.partition(":")
+        namespace, name = data.pop("namespace", namespace), data.pop("name", name)
+        data.pop("id", None)
+        graph.nodes[item["id"]] = Node(item["id"], kind, namespace, name, data)
+    for item in payload.get("graph", []):
+        for edge in [*item.get("inEdges", []), *item.get("outEdges", [])]:
+            origin, destination = graph.nodes.get(edge["origin"]), graph.nodes.get(edge["destination"])
+            if origin is not None and destination is not None:
+                graph.edge(origin, destination)
+    return graph
+
+
+def column_lineage_mermaid(output: str, facet: dict[str, Any]) -> str:
+    """A ``columnLineage`` facet as a Mermaid flowchart: each dataset a box of its columns, an edge from each
+    input column to the output column computed from it."""
+    columns: dict[str, set[str]] = {output: set()}
+    edges = []
+    for column, spec in sorted((facet.get("fields") or {}).items()):
+        columns[output].add(column)
+        for f in spec.get("inputFields", []):
+            columns.setdefault(f["name"], set()).add(f["field"])
+            edges.append(((f["name"], f["field"]), (output, column)))
+    ids: dict[tuple[str, str], str] = {}
+    lines = ["flowchart LR"]
+    for i, (dataset, names) in enumerate(sorted(columns.items(), key=lambda kv: (kv[0] == output, kv[0]))):
+        lines.append(f'    subgraph d{i}["{dataset}"]')
+        for j, name in enumerate(sorted(names)):
+            ids[(dataset, name)] = f"d{i}c{j}"
+            lines.append(f'        d{i}c{j}["{name}"]')
+        lines.append("    end")
+    lines += [f"    {ids[a]} --> {ids[b]}" for a, b in sorted(edges)]
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)

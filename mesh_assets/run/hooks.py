@@ -25,7 +25,7 @@ class RunHooks:
         self.lineage = lineage
 
     def finished(self, outcome: RunOutcome) -> None:
-        reads = Reads(outcome.reads, outcome.undeclared_reads, outcome.undeclared_names)
+        reads = Reads(outcome.reads, outcome.undeclared_reads, outcome.undeclared_names, outcome.column_lineage)
         self.lineage.record(reads, outcome.outcomes, outcome.result)
 
 

@@ -46,7 +46,8 @@ def run_output(
         return RunOutcome(None, part, [], {}, blocked=blocked)
     spark, registry, run_id = mesh.spark, mesh.registry, context.run.run_id
     rows = compute(spark, registry, node, part, runnable, context.log, run_id)
-    reads: Reads = observed_reads(rows, node, registry, context.log)
+    rule = mesh.settings.lineage.undeclared_reads_for(node.domain)
+    reads: Reads = observed_reads(rows, node, registry, context.log, rule)
     schema = SchemaRule(node.output.schema_policy, rebuild_requested(context.run.tags), consumers)
     done = publish(spark, registry, node, rows, part, blocked, run_id=run_id, schema=schema)
     return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())

@@ -33,6 +33,8 @@ class RunOutcome:
     """Locations the computation actually read (from Spark's plan); ``None`` when not observable."""
     undeclared_reads: tuple[str, ...] = ()
     undeclared_names: tuple[str, ...] = ()
+    column_lineage: dict[str, list[tuple[str, str]]] | None = None
+    """Output column -> the (location, column) pairs it is computed from; ``None`` when not observable."""
     blocked: dict[str | None, list[str]] = field(default_factory=dict)
     """Partitions not computed because an input partition they read is not published or not checked."""
 

@@ -9,11 +9,14 @@ from datetime import date
 import dagster as dg
 import pytest
 from delta.tables import DeltaTable
+from lineage_runs import validate
 from pyspark.sql import functions as F
 
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
+from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.grain import Grain
+from mesh_assets.settings import get_settings
 from mesh_examples import generator
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -131,6 +134,40 @@ def test_partition_rows_equal_an_independent_computation(mesh_world, dbt_assets_
         assert row["delivery_rate"] == pytest.approx(want["delivered_orders"] / want["orders"], abs=1e-4)
     stg = mesh_world.table("analytics", "stg_orders")
     assert {r["p_date"] for r in stg.select("p_date").distinct().collect()} == {DAY}
+    assert_lineage_events(mesh_world, result.run_id)
+
+
+def assert_lineage_events(world, run_id: str) -> None:
+    """Each model's run reports, as products do, its window, version, owner, name and column lineage."""
+    location = world.mesh.registry.location
+    events = {
+        e["job"]["name"]: e
+        for e in read_events(get_settings().lineage_dir)
+        if e["eventType"] == "COMPLETE" and e["run"]["facets"]["parent"]["run"]["runId"] == run_id
+    }
+    assert set(events) == {"analytics.stg_orders", "analytics.city_daily_kpis"}
+    for name, event in events.items():
+        validate(event)
+        out = event["outputs"][0]["facets"]
+        version = DeltaTable.forPath(world.mesh.spark, location(*name.split("."))).history(1).collect()[0]["version"]
+        assert out["version"]["datasetVersion"] == str(version)
+        assert out["ownership"]["owners"] == [{"name": "user:analytics@example.com"}]
+        assert out["symlinks"]["identifiers"][0]["name"] == name
+        assert event["run"]["facets"]["nominalTime"]["nominalStartTime"] == f"{DAY.isoformat()}T00:00:00Z"
+        assert event["job"]["facets"]["jobType"]["integration"] == "DBT"
+        assert all(a["success"] for a in out["dataQualityAssertions"]["assertions"])
+
+    def inputs(name: str, column: str) -> list[tuple[str, str]]:
+        fields = events[name]["outputs"][0]["facets"]["columnLineage"]["fields"][column]["inputFields"]
+        return [(f["name"], f["field"]) for f in fields]
+
+    assert inputs("analytics.stg_orders", "order_id") == [(location("food_delivery", "orders"), "id")]
+    assert inputs("analytics.city_daily_kpis", "items") == [(location("analytics", "stg_orders"), "quantity")]
+    weekly = location("food_delivery", "delivery_times_7_days")
+    assert inputs("analytics.city_daily_kpis", "avg_delivery_minutes_7_days") == [
+        (weekly, "avg_delivery_minutes"),
+        (weekly, "delivered_orders"),
+    ]
 
 
 def test_single_run_backfill_and_idempotent_rerun(mesh_world, dbt_assets_def):

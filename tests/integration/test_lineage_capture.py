@@ -1,4 +1,5 @@
-"""Lineage captured from Spark's plans: a product reading a table it does not declare is reported."""
+"""Lineage captured from Spark's plans: a product reading a table it does not declare is reported, or refused
+where its domain sets ``lineage.undeclared_reads: error``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -21,7 +23,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lineage" / "domain
 DAY = "2024-01-02"
 
 
-def test_undeclared_read_is_warned_recorded_and_listed(spark, tmp_path, capsys):
+def test_undeclared_read_is_warned_recorded_and_listed_or_refused(spark, tmp_path, capsys, monkeypatch):
     mesh = MeshResource(warehouse=str(tmp_path / f"wh-{uuid.uuid4().hex[:8]}"))
     d = date.fromisoformat(DAY)
     spark.createDataFrame([(1, "a", d), (2, "b", d)], "id bigint, kind string, p_date date").write.format(
@@ -34,13 +36,18 @@ def test_undeclared_read_is_warned_recorded_and_listed(spark, tmp_path, capsys):
     instance = dg.DagsterInstance.ephemeral()
     defs = mesh_definitions(FIXTURE)
     observe_now(defs, instance, mesh)
-    result = dg.materialize(
-        executable_assets(defs),
-        instance=instance,
-        resources={"mesh": mesh},
-        selection=[dg.AssetKey(["lx", "priced_events"])],
-        partition_key=DAY,
-    )
+
+    def run() -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            executable_assets(defs),
+            instance=instance,
+            resources={"mesh": mesh},
+            selection=[dg.AssetKey(["lx", "priced_events"])],
+            partition_key=DAY,
+            raise_on_error=False,
+        )
+
+    result = run()
     assert result.success
 
     warnings = [
@@ -71,3 +78,20 @@ def test_undeclared_read_is_warned_recorded_and_listed(spark, tmp_path, capsys):
 
     commands.report_undeclared_reads(commands.Console(width=200), 10)
     assert "lx.secret_prices" in capsys.readouterr().out
+
+    # The domain makes undeclared reads an error: the same run is refused and the table keeps its version.
+    output = mesh.registry.location("lx", "priced_events")
+    version = DeltaTable.forPath(spark, output).history(1).collect()[0]["version"]
+    monkeypatch.setenv("MESH_LINEAGE__DOMAINS__LX__UNDECLARED_READS", "error")
+    get_settings.cache_clear()
+    try:
+        refused = run()
+    finally:
+        monkeypatch.delenv("MESH_LINEAGE__DOMAINS__LX__UNDECLARED_READS")
+        get_settings.cache_clear()
+    assert not refused.success
+    [failure] = [e for e in refused.all_events if e.is_step_failure]
+    message = failure.step_failure_data.user_failure_data.description
+    assert "lx.priced_events reads tables it does not declare as inputs: lx.secret_prices" in message
+    assert "lineage.undeclared_reads: error" in message
+    assert DeltaTable.forPath(spark, output).history(1).collect()[0]["version"] == version

@@ -1,89 +1,96 @@
 """OpenLineage events, their JSON, the lineage graph in Marquez's shape and as Mermaid (no Spark).
 
-openlineage-python 1.54.0 ships no spec JSON schema files (only generated attrs classes), and nothing is
-fetched from the network, so events are validated structurally: serialized with the client's own ``Serde``
-and checked against a minimal schema written here from the OpenLineage 2-0-2 RunEvent spec.
+Events are serialized with the client's own ``Serde`` and validated against the spec as the client ships it
+(``tests/openlineage_spec.py``: the classes generated from the spec, nothing fetched).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import logging
+import subprocess
 import uuid
 
 import jsonschema
 import pytest
-from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
+from lineage_runs import WH, description, sql_run, validate
 from openlineage.client.serde import Serde
-from receiver import json_receiver
 
+from mesh_assets.cli import main
+from mesh_assets.lineage.columns import sql_lineage
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
-from mesh_assets.lineage.events import RunDescription, build_event, dataset_name, run_uuid
+from mesh_assets.lineage.events import (
+    build_event,
+    dataset_name,
+    run_uuid,
+)
 from mesh_assets.lineage.graph import graph_from_events, read_events
-from mesh_assets.settings import MeshSettings
-
-FACET = {"type": "object", "required": ["_producer", "_schemaURL"]}
-DATASET = {
-    "type": "object",
-    "required": ["namespace", "name"],
-    "properties": {"facets": {"type": "object", "additionalProperties": FACET}},
-}
-RUN_EVENT = {
-    "type": "object",
-    "required": ["eventTime", "producer", "schemaURL", "run", "job", "eventType"],
-    "properties": {
-        "eventType": {"enum": ["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]},
-        "eventTime": {"type": "string", "format": "date-time"},
-        "producer": {"type": "string", "format": "uri"},
-        "schemaURL": {"type": "string", "format": "uri"},
-        "run": {
-            "type": "object",
-            "required": ["runId"],
-            "properties": {
-                "runId": {"type": "string", "format": "uuid"},
-                "facets": {"type": "object", "additionalProperties": FACET},
-            },
-        },
-        "job": {
-            "type": "object",
-            "required": ["namespace", "name"],
-            "properties": {"facets": {"type": "object", "additionalProperties": FACET}},
-        },
-        "inputs": {"type": "array", "items": DATASET},
-        "outputs": {"type": "array", "items": DATASET},
-    },
-}
-
-WH = "/wh"
+from mesh_assets.settings import MeshSettings, get_settings
 
 
-def description(table: str, inputs: list[str], **kw) -> RunDescription:
-    return RunDescription(
-        domain="food_delivery",
-        table=table,
-        dagster_run_id="0b0e2f9e-6a55-4d8d-9d0f-1c2b3a4d5e6f",
-        dagster_job="__ASSET_JOB",
-        output_location=f"{WH}/food_delivery/{table}",
-        declared_inputs=[f"{WH}/food_delivery/{i}" for i in inputs],
-        **kw,
+def test_standard_facets_say_window_version_owner_name_and_columns():
+    """A consumer that knows only the OpenLineage spec sees the partition window of a range run, the Delta
+    version published, the owner, the ``<domain>.<table>`` name, the quality metrics and the column lineage."""
+    complete = Serde.to_dict(build_event("COMPLETE", sql_run()))
+    validate(complete)
+    assert complete["run"]["facets"]["nominalTime"] == {
+        "_producer": complete["run"]["facets"]["nominalTime"]["_producer"],
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+        "nominalStartTime": "2021-06-04T00:00:00Z",
+        "nominalEndTime": "2021-06-06T00:00:00Z",
+    }
+    out = complete["outputs"][0]["facets"]
+    assert out["version"]["datasetVersion"] == "7"
+    assert out["ownership"]["owners"] == [{"name": "user:food-analytics@example.com"}]
+    assert out["symlinks"]["identifiers"] == [
+        {"namespace": "mesh", "name": "food_delivery.orders_7_days", "type": "TABLE"}
+    ]
+    assert out["dataQualityMetrics"]["rowCount"] == 42
+    assert out["dataQualityMetrics"]["columnMetrics"] == {"order_id": {"nullCount": 0, "quantiles": {}}}
+    assert out["columnLineage"]["fields"]["order_id"]["inputFields"] == [
+        {"namespace": "file", "name": f"{WH}/food_delivery/orders", "field": "id", "transformations": []}
+    ]
+    orders = next(i for i in complete["inputs"] if i["name"] == f"{WH}/food_delivery/orders")
+    assert orders["facets"]["symlinks"]["identifiers"][0]["name"] == "food_delivery.orders"
+    job = complete["job"]["facets"]
+    assert job["sourceCode"] == {**job["sourceCode"], "language": "sql", "sourceCode": "SELECT 1"}
+    assert job["ownership"]["owners"] == [{"name": "user:food-analytics@example.com"}]
+    broken = copy.deepcopy(complete)
+    del broken["outputs"][0]["facets"]["version"]["datasetVersion"]
+    with pytest.raises(jsonschema.ValidationError, match="datasetVersion"):
+        validate(broken)  # the validation is real: a facet missing a required field fails
+    broken = copy.deepcopy(complete)
+    broken["run"]["facets"]["nominalTime"]["nominalStartTime"] = "2021-06-04"
+    with pytest.raises(ValueError, match="has to contain time"):
+        validate(broken)
+    start = Serde.to_dict(build_event("START", sql_run()))
+    assert "version" not in start["outputs"][0]["facets"]  # nothing is published before the run ends
+
+
+def test_source_code_location_names_the_file_in_its_repository(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "remote", "add", "origin", "https://git.example.com/data/mesh.git"], check=True
     )
-
-
-def sql_run() -> RunDescription:
-    d = description("orders_7_days", ["orders", "menus"], sql="SELECT 1", engine_version="4.2.0")
-    d.partitions = ("daily", "2021-06-04", "2021-06-05", ["2021-06-04", "2021-06-05"])
-    d.reads = [f"{WH}/food_delivery/orders", f"{WH}/food_delivery/menus", f"{WH}/central/prices"]
-    d.undeclared, d.undeclared_names = [f"{WH}/central/prices"], ["central.prices"]
-    d.schema, d.rows = [("order_id", "bigint"), ("p_date", "date")], 42
-    d.assertions = [dq.Assertion(assertion="not_null", success=True, column="order_id", name="not_null_order_id")]
-    return d
+    product = tmp_path / "domains" / "food_delivery" / "orders.py"
+    product.parent.mkdir(parents=True)
+    product.write_text("def orders(): ...\n")
+    d = sql_run()
+    d.source_file = product
+    job = Serde.to_dict(build_event("START", d))["job"]["facets"]
+    validate(Serde.to_dict(build_event("START", d)))
+    assert job["sourceCodeLocation"]["type"] == "git"
+    assert job["sourceCodeLocation"]["url"] == "https://git.example.com/data/mesh.git"
+    assert job["sourceCodeLocation"]["path"] == "domains/food_delivery/orders.py"
+    d.source_file = tmp_path.parent / "elsewhere.py"  # outside any repository: no facet rather than a guess
+    assert "sourceCodeLocation" not in Serde.to_dict(build_event("START", d))["job"]["facets"]
 
 
 def test_events_validate_and_carry_the_facets():
     d = sql_run()
     for state in ("START", "COMPLETE", "FAIL"):
         event = Serde.to_dict(build_event(state, d, error=RuntimeError("boom")))
-        jsonschema.validate(event, RUN_EVENT, format_checker=jsonschema.FormatChecker())
+        validate(event)
         assert event["job"] == {
             "namespace": "food_delivery",
             "name": "food_delivery.orders_7_days",
@@ -165,39 +172,55 @@ def test_mermaid(tmp_path):
     assert any('["food_delivery.orders_7_days"]' in line for line in lines)
 
 
-def test_http_transport_posts_to_a_marquez_style_endpoint(monkeypatch):
-    received: list[tuple[str, dict]] = []
-    server = json_receiver(lambda path, body: received.append((path, body)), status=201)
+def test_mesh_lineage_draws_a_products_column_lineage(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MESH_HOME", str(tmp_path))
+    monkeypatch.delenv("MESH_LINEAGE__TRANSPORT", raising=False)
+    monkeypatch.delenv("OPENLINEAGE_URL", raising=False)
+    get_settings.cache_clear()
     try:
-        settings = MeshSettings(lineage={"transport": "http", "url": f"http://127.0.0.1:{server.server_port}"})
-        client = make_client(settings)
-        assert emit(client, build_event("COMPLETE", sql_run()))
+        client = make_client(MeshSettings(lineage={"transport": "file"}))
+        d = sql_run()
+        d.columns = {
+            "order_id": [(f"{WH}/food_delivery/orders", "id")],
+            "menu_id": [(f"{WH}/food_delivery/menus", "id")],
+        }
+        assert emit(client, build_event("COMPLETE", d))
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--columns"]) == 0
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--upstream", "--format", "dot"]) == 0
     finally:
-        server.shutdown()
-    [(path, event)] = received
-    assert path == "/api/v1/lineage"
-    jsonschema.validate(event, RUN_EVENT, format_checker=jsonschema.FormatChecker())
-    assert event["eventType"] == "COMPLETE" and event["job"]["name"] == "food_delivery.orders_7_days"
+        get_settings.cache_clear()
+    text, dot = capsys.readouterr().out.split("digraph")
+    lines = text.splitlines()
+    assert lines[0] == "flowchart LR"
+    assert '    subgraph d0["/wh/food_delivery/menus"]' in lines and '        d0c0["id"]' in lines
+    assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
+    assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
+    assert '"food_delivery.orders_7_days"' in dot and "shape=cylinder" in dot
 
 
-def test_console_transport_logs_each_event():
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("openlineage.client.transport.console")
-    logger.addHandler(handler)
-    level, logger.level = logger.level, logging.INFO
-    try:
-        client = make_client(MeshSettings(lineage={"transport": "console"}))
-        assert emit(client, build_event("START", sql_run()))
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    [record] = records
-    assert json.loads(record.getMessage())["eventType"] == "START"
-
-
-def test_http_transport_needs_a_url():
-    with pytest.raises(ValueError, match=r"lineage\.url is not set"):
-        make_client(MeshSettings(lineage={"transport": "http"}))
-    assert make_client(MeshSettings(lineage={"transport": "none"})) is None
+def test_sql_column_lineage_through_a_join_and_an_aggregation():
+    orders, customers = f"{WH}/cl/orders", f"{WH}/cl/customers"
+    sql = """
+        WITH o AS (SELECT * FROM cl.orders WHERE p_date BETWEEN :partition_start AND :partition_end)
+        SELECT o.p_date, c.segment, SUM(o.amount * o.quantity) AS revenue, COUNT(DISTINCT o.order_id) AS orders
+        FROM o JOIN cl.customers c ON o.customer_id = c.id
+        GROUP BY o.p_date, c.segment"""
+    schemas = {
+        orders: {
+            "order_id": "bigint",
+            "customer_id": "bigint",
+            "amount": "double",
+            "quantity": "int",
+            "p_date": "date",
+        },
+        customers: {"id": "bigint", "segment": "string", "name": "string"},
+    }
+    got = sql_lineage(sql, {"cl.orders": orders, "cl.customers": customers}, schemas)
+    assert got == {
+        "p_date": [(orders, "p_date")],
+        "segment": [(customers, "segment")],
+        "revenue": [(orders, "amount"), (orders, "quantity")],
+        "orders": [(orders, "order_id")],
+    }
+    unqualified = sql.replace("FROM cl.orders", "FROM orders")  # the plan, not a guess, says which table
+    assert sql_lineage(unqualified, {"cl.orders": orders, "cl.customers": customers}, schemas) is None

@@ -1,0 +1,98 @@
+"""``mesh lineage`` and the lineage side of ``mesh backfill --from-lineage``: the graph from the configured
+source (the local event files, or the lineage server events are sent to)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from rich.console import Console
+from rich.table import Table
+
+from mesh_assets.settings import MeshSettings, get_settings
+
+if TYPE_CHECKING:
+    from mesh_assets.lineage.graph import LineageGraph
+
+FORMATS = ("table", "json", "mermaid", "dot")
+
+
+def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
+    lineage = sub.add_parser(
+        "lineage",
+        help="the OpenLineage graph around a dataset or job, from the event files or the lineage server",
+        description="Reads the lineage server's API (Marquez's /api/v1/lineage) when events are sent over HTTP "
+        "(lineage.url, or OPENLINEAGE_URL / openlineage.yml when lineage.transport is unset), else the local files.",
+    )
+    lineage.add_argument("node", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path")
+    direction = lineage.add_mutually_exclusive_group()
+    direction.add_argument("--upstream", action="store_true")
+    direction.add_argument("--downstream", action="store_true")
+    lineage.add_argument("--depth", type=int, default=20)
+    output = lineage.add_mutually_exclusive_group()
+    output.add_argument("--format", choices=FORMATS, default="table", help="json is Marquez's lineage API shape")
+    output.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    output.add_argument("--mermaid", dest="format", action="store_const", const="mermaid", help="--format mermaid")
+    output.add_argument(
+        "--columns", action="store_true", help="the column lineage of the node's dataset (a job's output), as Mermaid"
+    )
+
+
+def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.lineage.source import LineageUnavailable, lineage_around
+
+    try:
+        graph, start = lineage_around(get_settings(), args.node, args.depth)
+    except LineageUnavailable as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    if args.columns:
+        return print_columns(graph, start, console)
+    direction = "upstream" if args.upstream else "downstream" if args.downstream else "both"
+    sub = graph.subgraph(start, direction, args.depth)
+    if args.format == "json":
+        console.out(json.dumps(sub.to_marquez(), indent=2), highlight=False)
+    elif args.format == "mermaid":
+        console.out(sub.to_mermaid(), end="", highlight=False)
+    elif args.format == "dot":
+        console.out(sub.to_dot(), end="", highlight=False)
+    else:
+        table = Table(title=f"Lineage of {start} ({direction}, depth {args.depth})")
+        for column in ("node", "type", "reads from", "writes to"):
+            table.add_column(column)
+        for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
+            table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
+        console.print(table)
+    return 0
+
+
+def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
+    from mesh_assets.lineage.graph import column_lineage_mermaid
+
+    node = graph.nodes[start]
+    datasets = [node] if node.type == "DATASET" else [graph.nodes[o] for o in sorted(node.outs)]
+    found = [d for d in datasets if d.data.get("columnLineage")]
+    if not found:
+        console.print(f"[red]error[/red] no column lineage recorded for {start}", highlight=False)
+        return 2
+    console.out(column_lineage_mermaid(found[0].name, found[0].data["columnLineage"]), end="", highlight=False)
+    return 0
+
+
+def lineage_readers(settings: MeshSettings, root: str, depth: int = 50) -> Callable[[dg.AssetKey], list[dg.AssetKey]]:
+    """The assets whose runs read an asset's output, as the lineage graph around ``root`` records them."""
+    from mesh_assets.lineage.source import lineage_around
+
+    graph, _ = lineage_around(settings, root, depth)
+
+    def readers(key: dg.AssetKey) -> list[dg.AssetKey]:
+        job = graph.nodes.get(f"job:{key.path[0]}:{'.'.join(key.path)}")
+        if job is None:
+            return []
+        found = {r for out in job.outs for r in graph.nodes[out].outs if graph.nodes[r].type == "JOB"}
+        return sorted(dg.AssetKey(graph.nodes[r].name.split(".")) for r in found)
+
+    return readers

@@ -1,0 +1,70 @@
+"""Where ``mesh lineage`` and ``mesh backfill --from-lineage`` read the lineage graph: the local event files,
+or the lineage server the events are sent to (Marquez's ``GET /api/v1/lineage?nodeId=...&depth=...``).
+
+The choice follows where events go: with an HTTP transport (``lineage.url``, or the client's
+``OPENLINEAGE_URL`` / ``openlineage.yml``) the server is asked, since the files then hold nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from mesh_assets.lineage.emit import server_url
+from mesh_assets.lineage.events import dataset_name
+from mesh_assets.lineage.graph import (
+    LineageGraph,
+    dataset_id,
+    graph_from_events,
+    graph_from_marquez,
+    job_id,
+    read_events,
+)
+from mesh_assets.settings import MeshSettings
+
+
+class LineageUnavailable(RuntimeError):
+    """The lineage server could not be asked, or does not know the node."""
+
+
+def node_id(text: str) -> str:
+    """A Marquez node id from an id, ``<domain>.<table>`` / ``<domain>/<table>`` (the job), or a path."""
+    if text.startswith(("job:", "dataset:")):
+        return text
+    parts = text.replace("/", ".").split(".")
+    if len(parts) == 2 and all(p and p.isidentifier() for p in parts):
+        return job_id(parts[0], ".".join(parts))
+    return dataset_id(*dataset_name(text))
+
+
+def server_graph(url: str, node: str, depth: int, timeout: float = 10.0) -> LineageGraph:
+    """The lineage around ``node`` as the server at ``url`` answers it."""
+    query = urllib.parse.urlencode({"nodeId": node, "depth": depth})
+    endpoint = f"{url.rstrip('/')}/api/v1/lineage?{query}"
+    try:
+        with urllib.request.urlopen(endpoint, timeout=timeout) as response:
+            return graph_from_marquez(json.load(response))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise LineageUnavailable(f"the lineage server at {url} knows no node {node!r}") from None
+        raise LineageUnavailable(f"the lineage server at {url} answered {exc.code} for {node!r}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise LineageUnavailable(f"the lineage server at {url} could not be read: {exc}") from None
+
+
+def lineage_around(settings: MeshSettings, text: str, depth: int) -> tuple[LineageGraph, str]:
+    """The lineage graph around ``text`` and the node id it resolved to, from the configured source."""
+    url = server_url(settings)
+    if url is None:
+        graph = graph_from_events(read_events(settings.lineage_dir))
+        try:
+            return graph, graph.resolve(text)
+        except KeyError as exc:
+            raise LineageUnavailable(exc.args[0]) from None
+    start = node_id(text)
+    graph = server_graph(url, start, depth)
+    if start not in graph.nodes:
+        raise LineageUnavailable(f"the lineage server at {url} knows no node {start!r}")
+    return graph, start

@@ -1,0 +1,109 @@
+"""A lineage server as the source: events of the example mesh's runs go to it over HTTP, `mesh lineage` reads
+its lineage endpoint, and `mesh backfill --downstream --from-lineage` plans from its graph (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from lineage_server import lineage_server
+
+from mesh_assets import mesh_definitions
+from mesh_assets.backfill import plan_backfill
+from mesh_assets.cli import main
+from mesh_assets.cli.lineage import lineage_readers
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.lineage.emit import emit, make_client
+from mesh_assets.lineage.events import RunDescription, build_event
+from mesh_assets.settings import MeshSettings, get_settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+WH = "/wh"
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The server holding what the example mesh's runs report: each product's declared reads and output."""
+    served = lineage_server()
+    client = make_client(MeshSettings(lineage={"transport": "http", "url": served.url}))
+    graph = MeshGraph(load_all(ROOT / "domains"))
+    for node in graph.nodes.values():
+        run = RunDescription(
+            domain=node.domain,
+            table=node.table.name,
+            dagster_run_id=str(uuid.uuid5(uuid.NAMESPACE_URL, node.table.ref)),
+            dagster_job="__ASSET_JOB",
+            output_location=f"{WH}/{node.domain}/{node.table.name}",
+            declared_inputs=[f"{WH}/{r.table.domain}/{r.table.name}" for r in node.reads],
+        )
+        assert emit(client, build_event("START", run)) and emit(client, build_event("COMPLETE", run))
+    yield served
+    served.shutdown()
+
+
+@pytest.fixture
+def reading_the_server(server, monkeypatch):
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", server.url)
+    get_settings.cache_clear()
+    yield server
+    get_settings.cache_clear()
+
+
+def test_mesh_lineage_reads_the_servers_lineage_endpoint(reading_the_server, capsys):
+    assert main.main(["lineage", "food_delivery.orders", "--downstream", "--format", "json"]) == 0
+    graph = json.loads(capsys.readouterr().out)["graph"]
+    jobs = {n["id"] for n in graph if n["type"] == "JOB"}
+    assert jobs == {
+        "job:food_delivery:food_delivery.orders",
+        "job:food_delivery:food_delivery.orders_7_days",
+        "job:food_delivery:food_delivery.delivery_times_7_days",
+    }
+    assert main.main(["lineage", "food_delivery/orders", "--downstream", "--depth", "1", "--format", "dot"]) == 0
+    dot = capsys.readouterr().out
+    assert dot.startswith("digraph lineage {") and '"/wh/food_delivery/orders"' in dot and dot.count("->") == 1
+    assert main.main(["lineage", "food_delivery.orders", "--upstream", "--format", "mermaid"]) == 0
+    assert capsys.readouterr().out.startswith("flowchart LR")
+    assert main.main(["lineage", "food_delivery.no_such_table"]) == 2
+    said = " ".join(capsys.readouterr().out.split())
+    assert "knows no node 'job:food_delivery:food_delivery.no_such_table'" in said
+
+
+def test_from_lineage_plans_agree_with_the_asset_graph_on_the_example_mesh(reading_the_server):
+    graph = mesh_definitions(ROOT / "domains").resolve_asset_graph()
+    roots = [
+        k
+        for k in graph.toposorted_asset_keys
+        if graph.get(k).is_executable and graph.get(k).partitions_def is not None and graph.get(k).child_keys
+    ]
+    assert dg.AssetKey(["food_delivery", "orders"]) in roots
+    for key in roots:
+        readers = lineage_readers(get_settings(), ".".join(key.path))
+        from_assets = plan_backfill(graph, key, "2021-06-04", "2021-06-06")
+        from_lineage = plan_backfill(graph, key, "2021-06-04", "2021-06-06", children=readers)
+        assert from_lineage.as_dict() == from_assets.as_dict(), key.to_user_string()
+    readers = lineage_readers(get_settings(), "food_delivery.orders")
+    orders = plan_backfill(graph, "food_delivery.orders", "2021-06-04", "2021-06-06", children=readers)
+    assert orders.as_dict() == {
+        "food_delivery/orders": ["2021-06-04..2021-06-06"],
+        "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-12"],
+        "food_delivery/orders_7_days": ["2021-06-04..2021-06-12"],
+    }
+
+
+def test_backfill_from_lineage_with_no_server_plans_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", "http://127.0.0.1:9")  # nothing listens there
+    get_settings.cache_clear()
+    try:
+        args = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06"]
+        assert main.main([*args, "--downstream", "--from-lineage", "--dry-run"]) == 2
+    finally:
+        get_settings.cache_clear()
+    assert "could not be read" in " ".join(capsys.readouterr().out.split())
