@@ -65,6 +65,15 @@ def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, 
     return out
 
 
+def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
+    """YAML inputs, each with the line it is declared on (a list of inputs, or inputs by name)."""
+    if isinstance(inputs, list):
+        return [{**x, "line": lines.get((*at, j))} if isinstance(x, dict) else x for j, x in enumerate(inputs)]
+    if isinstance(inputs, dict):
+        return {k: {**x, "line": lines.get((*at, k))} if isinstance(x, dict) else x for k, x in inputs.items()}
+    return inputs
+
+
 def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
     try:
         data, lines = yaml_lines.load(path)
@@ -86,6 +95,8 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
     transformations = []
     for i, raw in enumerate(data.get("tables") or []):
         if isinstance(raw, dict):
+            if "inputs" in raw:
+                raw = {**raw, "inputs": _with_lines(raw["inputs"], lines, ("tables", i, "inputs"))}
             raw = {
                 "kind": "sql",
                 **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
@@ -128,7 +139,7 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         sys.modules[module_name] = module
         with loading(path):
             spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a product file that calls sys.exit fails alone, too
         tb = exc.__traceback__
         line = None
         while tb is not None:
@@ -163,7 +174,7 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
 def load_domain(folder: Path) -> DomainSpecs:
     """Load every product in one domain folder, collecting all errors instead of stopping at the first."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
-    if not IDENTIFIER.match(folder.name):
+    if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
     for path in sorted(folder.iterdir()):

@@ -89,6 +89,7 @@ class Input(Strict):
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
     timeout_hours: float | None = Field(default=None, gt=0)
+    line: int | None = None
 
     @field_validator("table")
     @classmethod

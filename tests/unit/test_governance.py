@@ -32,8 +32,8 @@ def E(file: str, line: int | None, field: str, message: str) -> SpecError:
 
 def test_unknown_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_table", monkeypatch) == [
-        E("sales/orders.yaml", 8, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
-        E("sales/orders.yaml", 8, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 11, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 12, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
     ]
 
 
@@ -42,7 +42,7 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
     assert errors_of("internal_table", monkeypatch) == [
         E(
             "sales/orders.yaml",
-            6,
+            8,
             "tables.0.inputs.inventory__stock_levels",
             "inventory.stock_levels is internal to domain inventory; only published tables may be read by "
             "other domains",
@@ -52,7 +52,7 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
 
 def test_dependency_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("cycle", monkeypatch) == [
-        E("a/loop.yaml", 1, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
+        E("a/loop.yaml", 10, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
     ]
 
 
@@ -129,25 +129,25 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
     assert errors_of("windows", monkeypatch) == [
         E(
             "sales/windows.yaml",
-            14,
+            16,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
         E(
             "sales/windows.yaml",
-            18,
+            20,
             "tables.1.inputs.raw_clicks.window",
             "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
         ),
         E(
             "sales/windows.yaml",
-            22,
+            26,
             "tables.2.inputs.raw_orders.window",
             "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
         ),
         E(
             "sales/windows.yaml",
-            28,
+            30,
             "tables.3.inputs.raw_shifts.window",
             "sales.raw_shifts is partitioned by date and region; a daily output reads it by 'same' "
             "(a day's regions) or 'all'",
@@ -184,14 +184,14 @@ def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert errors_of("many_errors", monkeypatch) == [
         E("sales/customers.yaml", 3, "contacts", TOO_FEW),
         E("sales/customers.yaml", 4, "colour", "unknown field 'colour'"),
-        E("sales/orders.yaml", 10, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
+        E("sales/orders.yaml", 13, "tables.0.inputs.missing", "unknown table sales.missing"),
         E(
             "sales/orders.yaml",
-            10,
+            14,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
-        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
         E("sales/orders.yaml", 16, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
         E(
             "sales/refunds.py",
@@ -225,7 +225,7 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = [
         E(
             "broken_domain/sales.yaml",
-            6,
+            9,
             "tables.0.inputs.good_domain__raw_products",
             "good_domain.raw_products is internal to domain good_domain; only published tables may be read by "
             "other domains",
