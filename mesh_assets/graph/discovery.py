@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,22 +172,28 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
     return products, errors
 
 
-def load_domain(folder: Path) -> DomainSpecs:
-    """Load every product in one domain folder, collecting all errors instead of stopping at the first."""
+def is_python_product(path: Path) -> bool:
+    return path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_")
+
+
+def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: None) -> DomainSpecs:
+    """Load every product in one domain folder, collecting all errors instead of stopping at the first;
+    ``on_file`` hears of each file before it is loaded."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
     for path in sorted(folder.iterdir()):
-        loaded: tuple[list[DataProduct], list[SpecError]]
-        if path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_"):
-            loaded = _load_python(path, folder.name)
+        if is_python_product(path):
+            load = _load_python
         elif path.suffix in {".yaml", ".yml"}:
-            loaded = _load_yaml(path, folder.name)
+            load = _load_yaml
         else:
             continue
-        specs.products.extend(loaded[0])
-        specs.errors.extend(loaded[1])
+        on_file(path)
+        products, errors = load(path, folder.name)
+        specs.products.extend(products)
+        specs.errors.extend(errors)
     return specs
 
 
