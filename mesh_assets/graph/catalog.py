@@ -118,9 +118,9 @@ def rules_version() -> str:
 
 
 def content_key(folder: Path) -> str:
-    """The hash of a domain folder's files (names and bytes, ``__pycache__`` and hidden files left out) and of
-    Mesh's source: what an entry is valid for."""
-    digest = hashlib.sha256(f"{FORMAT}\0{rules_version()}\0{folder.name}".encode())
+    """The hash of a domain folder (its place, which entries' file paths name, and its files' names and bytes,
+    ``__pycache__`` and hidden files left out) and of Mesh's source: what an entry is valid for."""
+    digest = hashlib.sha256(f"{FORMAT}\0{rules_version()}\0{folder.resolve()}".encode())
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)
         if not path.is_file() or any(part == "__pycache__" or part.startswith(".") for part in relative.parts):

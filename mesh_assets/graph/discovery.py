@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mesh_assets.graph import yaml_lines
+from mesh_assets.graph.rules import product_errors
 from mesh_assets.model.author import Product, loading
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.names import IDENTIFIER
@@ -78,6 +79,8 @@ def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
 def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
     try:
         data, lines = yaml_lines.load(path)
+    except yaml_lines.SpecRefused as exc:
+        return [], [SpecError(relative(path), None, "", str(exc))]
     except Exception as exc:  # yaml.YAMLError carries its own line
         mark = getattr(exc, "problem_mark", None)
         return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
@@ -128,7 +131,7 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
         return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
-    return ([product] if not errors else []), errors
+    return ([product] if not errors else []), errors + product_errors(product, lines)
 
 
 def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
@@ -147,7 +150,8 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
             if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
                 line = tb.tb_lineno
             tb = tb.tb_next
-        return [], [SpecError(relative(path), line, "", f"{type(exc).__name__}: {exc}")]
+        why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
     for value in vars(module).values():
         if not isinstance(value, Product) or value.source_file.resolve() != path.resolve():
@@ -164,11 +168,15 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
             )
             continue
         try:
-            products.append(DataProduct.model_validate(fields))
+            product = DataProduct.model_validate(fields)
         except ValidationError as exc:
             lines = {(): value.line}
             lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
             errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
+            continue
+        products.append(product)
+        at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
+        errors.extend(product_errors(product, {(): value.line, **at}))
     return products, errors
 
 

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +28,9 @@ from mesh_assets.model.errors import SpecError
 
 STDERR_TAIL = 400
 """Characters of a failed child's standard error quoted in its error."""
+STARTUP_SECONDS = 300.0
+"""How long a child may take to start (import Mesh) before it loads its first file."""
+POLL_SECONDS = 0.05
 
 
 def discover(folder: Path, home: Path, timeout: float, *, retry: bool = False) -> DomainEntry:
@@ -80,12 +84,7 @@ def _discover_in_child(folder: Path, key: str, timeout: float) -> DomainEntry:
         command = [sys.executable, "-m", "mesh_assets.graph.isolate", str(folder), key, str(out), str(progress)]
         with stderr.open("wb") as err:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-            try:
-                status: int | None = child.wait(timeout)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-                status = None
+            status = _wait(child, progress, timeout)
         if status == 0 and out.exists():
             return DomainEntry.from_json(json.loads(out.read_text()))
         where = Path(progress.read_text()) if progress.exists() else folder
@@ -96,6 +95,23 @@ def _discover_in_child(folder: Path, key: str, timeout: float) -> DomainEntry:
             why = f"ended its process (exit status {status}) while loading this file" + (f": {tail}" if tail else "")
     message = f"domain {folder.name} {why}; its tables are unknown to the other domains until it loads"
     return DomainEntry(folder.name, key, (), (SpecError(str(where.resolve()), None, "", message),), complete=False)
+
+
+def _wait(child: subprocess.Popen, progress: Path, timeout: float) -> int | None:
+    """The child's exit status, or None when it was stopped: ``timeout`` counts from its first product file
+    (Mesh's own start-up, however slow a busy machine makes it, is not the domain's fault)."""
+    started, loading = time.monotonic(), None
+    while True:
+        try:
+            return child.wait(POLL_SECONDS)
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if loading is None and progress.exists():
+                loading = now
+            if now - (loading or started) > (timeout if loading else STARTUP_SECONDS):
+                child.kill()
+                child.wait()
+                return None
 
 
 def _child(folder: Path, key: str, out: Path, progress: Path) -> None:

@@ -14,6 +14,7 @@ from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecError, SpecValidationError
+from mesh_assets.model.names import check_identifier
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "governance"
 
@@ -237,3 +238,73 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SpecValidationError):
         build_definitions(domains)
     assert validate(domains, only={"good_domain"}) == []
+
+
+def test_check_names_are_unique_per_output_default_names_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("check_names", monkeypatch) == [
+        E(
+            "sales/orders.yaml",
+            15,
+            "tables.0.checks.1",
+            "check name 'row_count' is also the name of checks.0; give one a 'name'",
+        ),
+        E(
+            "sales/orders.yaml",
+            17,
+            "tables.0.checks.3",
+            "check name 'sql_assertion' is also the name of checks.2; give one a 'name'",
+        ),
+        E(
+            "sales/orders.yaml",
+            18,
+            "tables.0.checks.4",
+            "check name 'schema_contract' is the contract's own check; choose another name",
+        ),
+        E("sales/orders.yaml", 19, "tables.0.checks.5.columns", "column 'customer_id' is not in the output's contract"),
+    ]
+
+
+def test_owners_and_tags_follow_dagsters_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    allowed = "Allowed characters: alpha-numeric, '_', '-', '.'."
+    owner = "is refused: Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"
+    assert errors_of("dagster_rules", monkeypatch) == [
+        E("sales/orders.yaml", 2, "owner", f"owner 'sales@localhost' {owner}"),
+        E(
+            "sales/orders.yaml",
+            5,
+            "tags.cost center",
+            f"Found invalid tag keys: ['cost center']. {allowed} Tag keys can also contain a namespace section, "
+            "separated by a '/'. Each section must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            6,
+            "tags.team",
+            f"Invalid tag value: sales and marketing, for key: team. {allowed} Must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            7,
+            "tags.note",
+            f"Invalid tag value: {'x' * 65}, for key: note. {allowed} Must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            8,
+            "tags.region",
+            f"Invalid tag value: köln, for key: region. {allowed} Must have <= 63 characters.",
+        ),
+        E("sales/refunds.py", 3, "owner", f"owner 'ops@internal' {owner}"),
+        E(
+            "sales/refunds.py",
+            3,
+            "tags.k",
+            f"Invalid tag value: a b, for key: k. {allowed} Must have <= 63 characters.",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("name", ["t\n", "orders\n", "Orders", "a" * 64])
+def test_identifiers_are_matched_whole(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid identifier"):
+        check_identifier(name)
