@@ -126,6 +126,14 @@ def mesh_catalog(retry: bool = False) -> dict[str, DomainEntry]:
     return discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds, retry=retry)
 
 
+def _domain_of(file: Path, domains_dir: Path) -> str:
+    """The domain whose folder holds ``file`` (an error's file)."""
+    try:
+        return file.resolve().relative_to(domains_dir.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return str(file)
+
+
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.definitions import tool_tables
 
@@ -138,10 +146,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     if getattr(args, "lineage", False):
         report_undeclared_reads(console, args.runs)
     if errors:
-        failing = sorted({name for name, entry in entries.items() if entry.errors} & (only or set(entries)))
+        failing = sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors})
         console.print(f"[red]{len(errors)} error(s)[/red] in {len(entries)} domain(s)", highlight=False)
-        if failing:
-            console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
+        console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
         return 1
     console.print(f"[green]ok[/green]: {len(products)} product(s) in {len(entries)} domain(s)")
     return 0

@@ -153,8 +153,9 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
+    here = path.resolve()
     for value in vars(module).values():
-        if not isinstance(value, Product) or value.source_file.resolve() != path.resolve():
+        if not isinstance(value, Product) or (value.source_file != path and value.source_file.resolve() != here):
             continue
         fields = {**value.spec_fields(), "source_file": path, "line": value.line}
         if fields.setdefault("domain", domain) != domain:

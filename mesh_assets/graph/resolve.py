@@ -13,6 +13,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -256,4 +257,13 @@ class MeshGraph:
 
     def consumers(self, domain: str, table: str) -> tuple[str, ...]:
         """``<domain>.<table>`` of every table, in any domain, that reads ``domain.table``."""
-        return tuple(sorted(t.ref for t in self.tables.values() if (domain, table) in t.inputs))
+        return self._readers.get((domain, table), ())
+
+    @cached_property
+    def _readers(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """Every table's consumers, found in one pass (asking each table's question alone is quadratic)."""
+        found: dict[tuple[str, str], set[str]] = {}
+        for t in self.tables.values():
+            for ref in t.inputs:
+                found.setdefault(ref, set()).add(t.ref)
+        return {ref: tuple(sorted(refs)) for ref, refs in found.items()}

@@ -8,7 +8,7 @@ judged by Dagster itself (an ``AssetSpec`` is built with them), so its rules can
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import cache
 
 import dagster as dg
 
@@ -18,6 +18,16 @@ from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import DataProduct, ExternalTable, Output
 
 OWNER_RULE = "Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"
+
+
+@cache
+def _owner_refused(owner: str) -> bool:
+    return _dagster_refuses(owners=[owner]) is not None
+
+
+@cache
+def _tag_refused(key: str, value: str) -> str | None:
+    return _dagster_refuses(tags={key: value})
 
 
 def _dagster_refuses(**spec: object) -> str | None:
@@ -65,17 +75,17 @@ def _table_errors(table: Output | ExternalTable, at: tuple[str | int, ...]) -> l
 
 def product_errors(product: DataProduct, lines: yaml_lines.Lines) -> list[SpecError]:
     """Every refusal of ``product`` beyond its types; ``lines`` maps spec locations (YAML terms) to lines."""
-    file = relative(product.source_file or Path("<unknown>"))
     found: list[tuple[tuple, str]] = []
-    if _dagster_refuses(owners=[product.owner]) is not None:
+    if _owner_refused(product.owner):
         found.append((("owner",), f"owner {product.owner!r} is refused: {OWNER_RULE}"))
     for key, value in product.tags.items():
-        if (problem := _dagster_refuses(tags={key: value})) is not None:
+        if (problem := _tag_refused(key, value)) is not None:
             found.append((("tags", key), problem))
     for i, t in enumerate(product.transformations):
         found += _table_errors(t.output, ("tables", i))
     for i, ext in enumerate(product.external):
         found += _table_errors(ext, ("external", i))
+    file = relative(product.source_file) if found else ""
     return [
         SpecError(file, yaml_lines.line_for(lines, loc) or product.line, ".".join(map(str, loc)), message)
         for loc, message in found
