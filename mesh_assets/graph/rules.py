@@ -13,7 +13,7 @@ from functools import cache
 import dagster as dg
 
 from mesh_assets.graph import yaml_lines
-from mesh_assets.model.checks import AcceptedValues, Freshness, NotNull, SchemaContract, Unique
+from mesh_assets.model.checks import COLUMNS_FIELD, Freshness, SchemaContract, checked_columns
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import DataProduct, ExternalTable, Output
 
@@ -38,17 +38,6 @@ def _dagster_refuses(**spec: object) -> str | None:
     return None
 
 
-def _check_columns(check: object) -> tuple[str, tuple[str, ...]]:
-    """The field of a check that names columns, and the columns."""
-    if isinstance(check, NotNull):
-        return "columns", check.columns
-    if isinstance(check, Unique):
-        return "keys", check.keys
-    if isinstance(check, AcceptedValues):
-        return "column", (check.column,)
-    return "", ()
-
-
 def _table_errors(table: Output | ExternalTable, at: tuple[str | int, ...]) -> list[tuple[tuple, str]]:
     """(location, message) of each clash between ``table``'s checks, and of each check naming a column its
     declared contract does not have."""
@@ -66,10 +55,10 @@ def _table_errors(table: Output | ExternalTable, at: tuple[str | int, ...]) -> l
         elif name == SchemaContract().check_name and contract is not None and not isinstance(check, SchemaContract):
             found.append(((*at, "checks", j), f"check name {name!r} is the contract's own check; choose another name"))
         seen.setdefault(name, j)
-        field, columns = _check_columns(check)
-        for column in columns:
+        for column in checked_columns(check):
             if contract is not None and column not in contract:
-                found.append(((*at, "checks", j, field), f"column {column!r} is not in the output's contract"))
+                where = (*at, "checks", j, COLUMNS_FIELD[type(check)])
+                found.append((where, f"column {column!r} is not in the output's contract"))
     return found
 
 
