@@ -22,7 +22,7 @@ from mesh_assets.graph.resolve import DeclaredInput, Owner, Table, TableKind, de
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import Contact, ExternalTable, Output
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ def _table_json(table: Table) -> dict[str, Any]:
         "start_date": table.start_date.isoformat(),
         "source_file": str(table.source_file) if table.source_file else None,
         "contacts": [c.model_dump() for c in table.contacts],
+        "classification": table.classification,
         "line": table.line,
         "inputs": [list(ref) for ref in table.inputs],
         "declared": [asdict(d) for d in table.declared],
@@ -98,6 +99,7 @@ def _table_from_json(data: dict[str, Any]) -> Table:
         date.fromisoformat(data["start_date"]),
         Path(data["source_file"]) if data["source_file"] else None,
         tuple(Contact.model_validate(c) for c in data["contacts"]),
+        data["classification"],
     )
     reads: dict[str, tuple] = {}
     if model is Output:

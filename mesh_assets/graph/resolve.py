@@ -22,6 +22,7 @@ import dagster as dg
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.product import (
+    OPEN_CLASSIFICATION,
     Column,
     Contact,
     DataProduct,
@@ -86,11 +87,17 @@ class Table:
     """The checks as they run (see :func:`~mesh_assets.model.product.checks_of`)."""
     contacts: tuple[Contact, ...] = ()
     contract: tuple[Column, ...] | None = None
+    classification: str = "l1"
     spec: Output | ExternalTable | None = field(default=None, compare=False)
 
     @property
     def ref(self) -> str:
         return f"{self.domain}.{self.name}"
+
+    @property
+    def shows_values(self) -> bool:
+        """Whether row values may appear in check samples and errors (else counts and column names only)."""
+        return self.classification == OPEN_CLASSIFICATION
 
     @property
     def key(self) -> dg.AssetKey:
@@ -173,6 +180,7 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         checks=tuple(checks_of(spec)),
         contacts=owner.contacts,
         contract=spec.contract,
+        classification=owner.classification,
         spec=spec,
         **reads,
     )
@@ -188,11 +196,18 @@ class Owner:
     start_date: date
     source_file: Path | None
     contacts: tuple[Contact, ...]
+    classification: str
 
     @classmethod
     def of(cls, product: DataProduct) -> Owner:
         return cls(
-            product.domain, product.name, product.owner, product.start_date, product.source_file, product.contacts
+            product.domain,
+            product.name,
+            product.owner,
+            product.start_date,
+            product.source_file,
+            product.contacts,
+            product.classification,
         )
 
 
