@@ -97,3 +97,17 @@ def test_list_without_cross_domain_edges(use_domains, capsys: pytest.CaptureFixt
     use_domains("windows")
     assert cli.main(["list"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "No cross-domain edges."
+
+
+def test_validate_accepts_products_reading_dbt_models_as_the_location_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ROOT / "tests" / "fixtures" / "dbt_consumer"
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(root / "domains"))
+    get_settings.cache_clear()
+    try:
+        assert cli.main(["validate"]) == 0, capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
+    assert capsys.readouterr().out.startswith("ok: 1 product(s) in 1 domain(s)")

@@ -22,7 +22,11 @@ from mesh_assets.settings import get_settings
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-CASES = [*sorted(p.parent for p in FIXTURES.glob("governance/*/domains")), FIXTURES / "reliability" / "bad_specs"]
+CASES = [
+    *sorted(p.parent for p in FIXTURES.glob("governance/*/domains")),
+    FIXTURES / "reliability" / "bad_specs",
+    FIXTURES / "dbt_consumer",
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
