@@ -23,7 +23,8 @@ from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
-from mesh_assets.graph.discovery import DomainSpecs, load_all
+from mesh_assets.graph.discovery import DomainSpecs, load_all, load_domain
+from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError
@@ -98,9 +99,16 @@ def build_definitions(
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
-    """The code location of the domain whose ``definitions.py`` is ``definitions_file``."""
+    """The code location of the domain whose ``definitions.py`` is ``definitions_file``.
+
+    Only this domain's files run here; the other domains are known from the catalog, whose missing entries
+    are made in processes of their own, so another domain's files can neither stop nor hang this location.
+    """
     folder = Path(definitions_file).resolve().parent
-    return build_definitions(load_all(folder.parent), only={folder.name})
+    settings = get_settings()
+    others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
+    extra = tool_tables() + catalog_tables(others)
+    return build_definitions({folder.name: load_domain(folder)}, only={folder.name}, extra=extra)
 
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:

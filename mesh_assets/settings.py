@@ -132,6 +132,9 @@ class MeshSettings(BaseSettings):
     reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and
     ``DAGSTER_PG_DB``, read by Dagster when the instance loads."""
     s3: S3Settings = Field(default_factory=S3Settings)
+    discovery_timeout_seconds: float = Field(default=60.0, gt=0)
+    """How long one domain's Python files may take to load in their own process before the domain is reported
+    as hanging (its tables unknown to the others; see ``mesh_assets/graph/isolate.py``)."""
 
     @classmethod
     def settings_customise_sources(

@@ -9,20 +9,9 @@ from __future__ import annotations
 
 from pyspark.errors import PySparkException
 
-from mesh_assets.model.checks import AcceptedValues, CheckSpec, NotNull, Unique
+from mesh_assets.model.checks import CheckSpec, checked_columns
 
 MAX_LENGTH = 300
-
-
-def checked_columns(check: CheckSpec) -> tuple[str, ...]:
-    """The columns a check names in its declaration (a ``sql`` check's are only known to Spark)."""
-    if isinstance(check, NotNull):
-        return check.columns
-    if isinstance(check, Unique):
-        return check.keys
-    if isinstance(check, AcceptedValues):
-        return (check.column,)
-    return ()
 
 
 def missing_columns(check: CheckSpec, columns: list[str], case_sensitive: bool) -> str | None:

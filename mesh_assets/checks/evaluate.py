@@ -116,7 +116,7 @@ class _Evaluation:
                 try:
                     failing = self.staged.where(condition).groupBy(PK).count().collect()
                 except PySparkException as exc:
-                    self.errors[check] = spark_error(exc)
+                    self.errors[check] = self._error(exc)
                 else:
                     self._failing[check] = {r[PK]: int(r["count"]) for r in failing}
 
@@ -145,7 +145,7 @@ class _Evaluation:
         """One outcome per key; sample rows are read only when something failed."""
         samples: dict[str, list[dict[str, Any]]] = {}
         failed = [k for k, n in per_key.items() if n]
-        if failed:
+        if failed and self.table.shows_values:
             for row in failing.limit(SAMPLE_ROWS * min(len(failed), 20)).collect():
                 data = row.asDict()
                 samples.setdefault(data.pop(PK), []).append(_jsonable(data))
@@ -156,9 +156,23 @@ class _Evaluation:
                 per_key.get(k, 0) == 0,
                 failing_rows=per_key.get(k, 0),
                 sample=samples.get(k, [])[:SAMPLE_ROWS],
+                detail=self._columns(failing) if per_key.get(k, 0) else {},
             )
             for k in self.keys
         ]
+
+    def _columns(self, failing: DataFrame) -> dict[str, Any]:
+        """What a classified table's failing rows may show instead of their values: their columns."""
+        if self.table.shows_values:
+            return {}
+        return {"failing_columns": ", ".join(c for c in failing.columns if c != PK)}
+
+    def _error(self, exc: PySparkException) -> str:
+        """Spark's error; for a classified table its class alone (the message may quote a value)."""
+        if self.table.shows_values:
+            return spark_error(exc)
+        condition = exc.getCondition() or type(exc).__name__
+        return f"[{condition}] (message withheld: {self.table.ref} is classified {self.table.classification})"
 
     def run(self, check: CheckSpec) -> list[CheckOutcome]:
         """The check's outcomes; failed ones carrying the error when the check cannot judge the rows."""
@@ -168,7 +182,7 @@ class _Evaluation:
             try:
                 return HANDLERS[type(check)](self, check)
             except PySparkException as exc:
-                error = spark_error(exc)
+                error = self._error(exc)
         return [self.outcome(check, k, False, error=error) for k in self.keys]
 
     def _row_check(self, check: CheckSpec) -> list[CheckOutcome]:
@@ -188,8 +202,12 @@ class _Evaluation:
             if self.part is not None and self.table.partition_column in failing.columns:
                 return self.failing(check, failing.withColumn(PK, partition_key(self.table, self.part)))
             total = failing.count()
-            rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()]
-            return [self.outcome(check, k, total == 0, failing_rows=total, sample=rows) for k in self.keys]
+            shown = self.table.shows_values and total
+            rows = [_jsonable(r.asDict()) for r in failing.limit(SAMPLE_ROWS).collect()] if shown else []
+            detail = self._columns(failing) if total else {}
+            return [
+                self.outcome(check, k, total == 0, failing_rows=total, sample=rows, detail=detail) for k in self.keys
+            ]
         finally:
             self.spark.catalog.dropTempView(view)
 

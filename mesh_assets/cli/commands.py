@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
-from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.catalog import DomainEntry
+from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.resolve import MeshGraph
-from mesh_assets.graph.validate import validate
 from mesh_assets.settings import get_settings
 
 
@@ -121,23 +121,42 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def mesh_catalog(retry: bool = False) -> dict[str, DomainEntry]:
+    """Every domain's catalog entry, each domain's Python run in a process of its own."""
+    settings = get_settings()
+    return discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds, retry=retry)
+
+
+def _domain_of(file: Path, domains_dir: Path) -> str:
+    """The domain whose folder holds ``file`` (an error's file)."""
+    try:
+        return file.resolve().relative_to(domains_dir.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return str(file)
+
+
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    domains = load_all(get_settings().domains_dir)
-    errors = validate(domains, set(args.domain) if args.domain else None)
+    from mesh_assets.definitions import tool_tables
+
+    entries = mesh_catalog(retry=True)
+    only = set(args.domain) if args.domain else None
+    errors = validate_catalog(entries, tool_tables(), only)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
-    products = sum(len(s.products) for name, s in domains.items() if not args.domain or name in args.domain)
+    products = {(t.domain, t.product) for t in catalog_tables(entries) if only is None or t.domain in only}
     if getattr(args, "lineage", False):
         report_undeclared_reads(console, args.runs)
     if errors:
-        console.print(f"[red]{len(errors)} error(s)[/red] in {len(domains)} domain(s)")
+        failing = sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors})
+        console.print(f"[red]{len(errors)} error(s)[/red] in {len(entries)} domain(s)", highlight=False)
+        console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
         return 1
-    console.print(f"[green]ok[/green]: {products} product(s) in {len(domains)} domain(s)")
+    console.print(f"[green]ok[/green]: {len(products)} product(s) in {len(entries)} domain(s)")
     return 0
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
-    graph = MeshGraph(load_all(get_settings().domains_dir))
+    graph = MeshGraph({}, catalog_tables(mesh_catalog()))
     table = Table(title="Data products")
     for column in ("domain", "product", "table", "owner", "published", "partitioning", "kind"):
         table.add_column(column)
@@ -152,10 +171,10 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
             info.kind.value,
         )
     edges = [
-        f"{read.table.ref} -> {node.table.ref}"
-        for node in graph.nodes.values()
-        for read in node.reads
-        if read.table.domain != node.domain
+        f"{domain}.{name} -> {table.ref}"
+        for table in graph.tables.values()
+        for domain, name in table.inputs
+        if domain != table.domain and (domain, name) in graph.tables
     ]
     console.print(table)
     console.print("Cross-domain edges:" if edges else "No cross-domain edges.")

@@ -80,12 +80,14 @@ def unready_models(
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
-    from mesh_assets.graph.discovery import load_all
+    from mesh_assets.graph.isolate import catalog_tables, discover_all
     from mesh_assets.graph.resolve import MeshGraph
     from mesh_assets.model.product import Input
     from mesh_assets.run.readiness import unready
 
-    graph = MeshGraph(load_all(mesh.settings.domains_dir), dbt_tables())
+    settings = mesh.settings
+    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
+    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables()])
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
     part = PartitionRange.from_keys(Grain.DAILY, rng.start, rng.end)

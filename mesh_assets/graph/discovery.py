@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from mesh_assets.graph import yaml_lines
+from mesh_assets.graph.rules import product_errors
 from mesh_assets.model.author import Product, loading
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.names import IDENTIFIER
@@ -65,9 +67,20 @@ def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, 
     return out
 
 
+def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
+    """YAML inputs, each with the line it is declared on (a list of inputs, or inputs by name)."""
+    if isinstance(inputs, list):
+        return [{**x, "line": lines.get((*at, j))} if isinstance(x, dict) else x for j, x in enumerate(inputs)]
+    if isinstance(inputs, dict):
+        return {k: {**x, "line": lines.get((*at, k))} if isinstance(x, dict) else x for k, x in inputs.items()}
+    return inputs
+
+
 def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
     try:
         data, lines = yaml_lines.load(path)
+    except yaml_lines.SpecRefused as exc:
+        return [], [SpecError(relative(path), None, "", str(exc))]
     except Exception as exc:  # yaml.YAMLError carries its own line
         mark = getattr(exc, "problem_mark", None)
         return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
@@ -86,6 +99,8 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
     transformations = []
     for i, raw in enumerate(data.get("tables") or []):
         if isinstance(raw, dict):
+            if "inputs" in raw:
+                raw = {**raw, "inputs": _with_lines(raw["inputs"], lines, ("tables", i, "inputs"))}
             raw = {
                 "kind": "sql",
                 **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
@@ -116,7 +131,7 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
         return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
-    return ([product] if not errors else []), errors
+    return ([product] if not errors else []), errors + product_errors(product, lines)
 
 
 def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
@@ -128,17 +143,19 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         sys.modules[module_name] = module
         with loading(path):
             spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a product file that calls sys.exit fails alone, too
         tb = exc.__traceback__
         line = None
         while tb is not None:
             if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
                 line = tb.tb_lineno
             tb = tb.tb_next
-        return [], [SpecError(relative(path), line, "", f"{type(exc).__name__}: {exc}")]
+        why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
+    here = path.resolve()
     for value in vars(module).values():
-        if not isinstance(value, Product) or value.source_file.resolve() != path.resolve():
+        if not isinstance(value, Product) or (value.source_file != path and value.source_file.resolve() != here):
             continue
         fields = {**value.spec_fields(), "source_file": path, "line": value.line}
         if fields.setdefault("domain", domain) != domain:
@@ -152,30 +169,40 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
             )
             continue
         try:
-            products.append(DataProduct.model_validate(fields))
+            product = DataProduct.model_validate(fields)
         except ValidationError as exc:
             lines = {(): value.line}
             lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
             errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
+            continue
+        products.append(product)
+        at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
+        errors.extend(product_errors(product, {(): value.line, **at}))
     return products, errors
 
 
-def load_domain(folder: Path) -> DomainSpecs:
-    """Load every product in one domain folder, collecting all errors instead of stopping at the first."""
+def is_python_product(path: Path) -> bool:
+    return path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_")
+
+
+def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: None) -> DomainSpecs:
+    """Load every product in one domain folder, collecting all errors instead of stopping at the first;
+    ``on_file`` hears of each file before it is loaded."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
-    if not IDENTIFIER.match(folder.name):
+    if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
     for path in sorted(folder.iterdir()):
-        loaded: tuple[list[DataProduct], list[SpecError]]
-        if path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_"):
-            loaded = _load_python(path, folder.name)
+        if is_python_product(path):
+            load = _load_python
         elif path.suffix in {".yaml", ".yml"}:
-            loaded = _load_yaml(path, folder.name)
+            load = _load_yaml
         else:
             continue
-        specs.products.extend(loaded[0])
-        specs.errors.extend(loaded[1])
+        on_file(path)
+        products, errors = load(path, folder.name)
+        specs.products.extend(products)
+        specs.errors.extend(errors)
     return specs
 
 

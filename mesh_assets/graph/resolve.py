@@ -13,6 +13,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ import dagster as dg
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.product import (
+    OPEN_CLASSIFICATION,
     Column,
     Contact,
     DataProduct,
@@ -48,6 +50,19 @@ class TableKind(enum.Enum):
 
 
 @dataclass(frozen=True)
+class DeclaredInput:
+    """One input as its output declares it: what governance checks without the product's code."""
+
+    name: str
+    domain: str
+    table: str
+    window: str
+    field: str
+    """Where the spec declares it, e.g. ``tables.0.inputs.orders``."""
+    line: int | None
+
+
+@dataclass(frozen=True)
 class Table:
     """One table of the mesh, as its consumers, the run and the observers see it."""
 
@@ -67,15 +82,22 @@ class Table:
     region_column: str = "region"
     inputs: tuple[tuple[str, str], ...] = ()
     """The ``(domain, table)`` of every table this one reads."""
+    declared: tuple[DeclaredInput, ...] = ()
     checks: tuple[CheckSpec, ...] = ()
     """The checks as they run (see :func:`~mesh_assets.model.product.checks_of`)."""
     contacts: tuple[Contact, ...] = ()
     contract: tuple[Column, ...] | None = None
+    classification: str = "l1"
     spec: Output | ExternalTable | None = field(default=None, compare=False)
 
     @property
     def ref(self) -> str:
         return f"{self.domain}.{self.name}"
+
+    @property
+    def shows_values(self) -> bool:
+        """Whether row values may appear in check samples and errors (else counts and column names only)."""
+        return self.classification == OPEN_CLASSIFICATION
 
     @property
     def key(self) -> dg.AssetKey:
@@ -137,49 +159,75 @@ def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
     return (product.source_file.parent / transformation.sql_file).read_text()
 
 
+def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None, **reads: tuple) -> Table:
+    """The table ``spec`` declares, owned by ``owner`` (``reads``: an output's ``inputs`` and ``declared``)."""
+    external = isinstance(spec, ExternalTable)
+    return Table(
+        domain=owner.domain,
+        name=spec.table,
+        product=owner.product,
+        owner=owner.owner,
+        published=spec.published,
+        grain=spec.partitioning,
+        partition_column=spec.partition_column,
+        kind=TableKind.EXTERNAL if external else TableKind.PRODUCT,
+        start_date=owner.start_date,
+        blocking_checks=blocking_checks(spec),
+        source_file=owner.source_file,
+        line=line,
+        regions=(spec.regions or ()) if external else (),
+        region_column=spec.region_column if external else "region",
+        checks=tuple(checks_of(spec)),
+        contacts=owner.contacts,
+        contract=spec.contract,
+        classification=owner.classification,
+        spec=spec,
+        **reads,
+    )
+
+
+@dataclass(frozen=True)
+class Owner:
+    """What a table takes from the product that declares it."""
+
+    domain: str
+    product: str
+    owner: str
+    start_date: date
+    source_file: Path | None
+    contacts: tuple[Contact, ...]
+    classification: str
+
+    @classmethod
+    def of(cls, product: DataProduct) -> Owner:
+        return cls(
+            product.domain,
+            product.name,
+            product.owner,
+            product.start_date,
+            product.source_file,
+            product.contacts,
+            product.classification,
+        )
+
+
 def tables_of(product: DataProduct) -> Iterator[Table]:
     """Every table ``product`` declares: its outputs, then its external tables."""
-    common = dict(
-        product=product.name,
-        owner=product.owner,
-        start_date=product.start_date,
-        source_file=product.source_file,
-        contacts=product.contacts,
-    )
-    for t in product.transformations:
-        out = t.output
-        yield Table(
-            domain=product.domain,
-            name=out.table,
-            published=out.published,
-            grain=out.partitioning,
-            partition_column=out.partition_column,
-            kind=TableKind.PRODUCT,
-            blocking_checks=blocking_checks(out),
-            line=t.line,
-            inputs=tuple(inp.ref(product.domain) for inp in t.inputs.values()),
-            checks=tuple(checks_of(out)),
-            contract=out.contract,
-            spec=out,
-            **common,
+    owner = Owner.of(product)
+    for i, t in enumerate(product.transformations):
+        refs = {name: inp.ref(product.domain) for name, inp in t.inputs.items()}
+        yield declared_table(
+            t.output,
+            owner,
+            t.line,
+            inputs=tuple(refs.values()),
+            declared=tuple(
+                DeclaredInput(name, *refs[name], inp.window.kind, f"tables.{i}.inputs.{name}", inp.line or t.line)
+                for name, inp in t.inputs.items()
+            ),
         )
     for ext in product.external:
-        yield Table(
-            domain=product.domain,
-            name=ext.table,
-            published=ext.published,
-            grain=ext.partitioning,
-            partition_column=ext.partition_column,
-            kind=TableKind.EXTERNAL,
-            blocking_checks=blocking_checks(ext),
-            line=ext.line,
-            regions=ext.regions or (),
-            region_column=ext.region_column,
-            checks=tuple(checks_of(ext)),
-            contract=ext.contract,
-            spec=ext,
-            **common,
-        )
+        yield declared_table(ext, owner, ext.line)
 
 
 class MeshGraph:
@@ -224,4 +272,13 @@ class MeshGraph:
 
     def consumers(self, domain: str, table: str) -> tuple[str, ...]:
         """``<domain>.<table>`` of every table, in any domain, that reads ``domain.table``."""
-        return tuple(sorted(t.ref for t in self.tables.values() if (domain, table) in t.inputs))
+        return self._readers.get((domain, table), ())
+
+    @cached_property
+    def _readers(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """Every table's consumers, found in one pass (asking each table's question alone is quadratic)."""
+        found: dict[tuple[str, str], set[str]] = {}
+        for t in self.tables.values():
+            for ref in t.inputs:
+                found.setdefault(ref, set()).add(t.ref)
+        return {ref: tuple(sorted(refs)) for ref, refs in found.items()}

@@ -13,7 +13,7 @@ import sqlglot
 
 from mesh_assets.graph.discovery import DomainSpecs
 from mesh_assets.graph.queries import NotAQuery, parse_query, query_tables
-from mesh_assets.graph.resolve import MeshGraph, Table, sql_text
+from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table, sql_text
 from mesh_assets.model.checks import SqlAssertion
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
@@ -41,70 +41,45 @@ def _err(product: DataProduct, line: int | None, field: str, message: str) -> Sp
     return SpecError(relative(product.source_file), line or product.line, field, message)
 
 
-def _check_inputs(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
+def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
+    """Each declared input of ``table`` against the table it names, reported at the input's own line."""
     errors = []
-    for i, t in enumerate(product.transformations):
-        out = t.output
-        for name, inp in t.inputs.items():
-            field = f"tables.{i}.inputs.{name}"
-            domain, table = inp.ref(product.domain)
-            info = graph.get(domain, table)
-            if info is None:
-                errors.append(_err(product, t.line, field, f"unknown table {domain}.{table}"))
-                continue
-            if domain != product.domain and not info.published:
-                errors.append(
-                    _err(
-                        product,
-                        t.line,
-                        field,
-                        f"{domain}.{table} is internal to domain {domain}; only published tables "
-                        "may be read by other domains",
-                    )
-                )
-            if not info.grain.partitioned and inp.window.kind != "all":
-                errors.append(
-                    _err(product, t.line, f"{field}.window", f"{domain}.{table} is not partitioned; use window 'all'")
-                )
-            if not out.partitioning.partitioned and inp.window.kind != "all" and info.grain.partitioned:
-                errors.append(
-                    _err(
-                        product,
-                        t.line,
-                        f"{field}.window",
-                        f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'",
-                    )
-                )
-            if info.regions and (inp.window.kind == "last" or out.partitioning is Grain.HOURLY):
-                errors.append(
-                    _err(
-                        product,
-                        t.line,
-                        f"{field}.window",
-                        f"{domain}.{table} is partitioned by date and region; a daily output reads it by 'same' "
-                        "(a day's regions) or 'all'",
-                    )
-                )
-            if out.partitioning is Grain.DAILY and info.grain is Grain.HOURLY and inp.window.kind == "last":
-                errors.append(
-                    _err(
-                        product,
-                        t.line,
-                        f"{field}.window",
-                        "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
-                    )
-                )
+
+    def err(inp: DeclaredInput, suffix: str, message: str) -> None:
+        errors.append(SpecError(relative(table.source_file), inp.line, inp.field + suffix, message))
+
+    for inp in table.declared:
+        ref = f"{inp.domain}.{inp.table}"
+        info = graph.get(inp.domain, inp.table)
+        if info is None:
+            err(inp, "", f"unknown table {ref}")
+            continue
+        if inp.domain != table.domain and not info.published:
+            err(
+                inp, "", f"{ref} is internal to domain {inp.domain}; only published tables may be read by other domains"
+            )
+        if not info.grain.partitioned and inp.window != "all":
+            err(inp, ".window", f"{ref} is not partitioned; use window 'all'")
+        if not table.grain.partitioned and inp.window != "all" and info.grain.partitioned:
+            err(inp, ".window", f"output {table.name} is not partitioned, so it reads whole tables; use window 'all'")
+        if info.regions and (inp.window == "last" or table.grain is Grain.HOURLY):
+            err(
+                inp,
+                ".window",
+                f"{ref} is partitioned by date and region; a daily output reads it by 'same' (a day's regions) "
+                "or 'all'",
+            )
+        if table.grain is Grain.DAILY and info.grain is Grain.HOURLY and inp.window == "last":
+            err(inp, ".window", "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'")
     return errors
 
 
-def _check_transformation_code(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
+def _check_transformation_code(product: DataProduct) -> list[SpecError]:
     errors = []
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
             field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
-            node = graph.nodes.get((product.domain, t.output.table))
-            sql = node.sql if node is not None and node.transformation is t else sql_text(t, product)
-            problem, read = _sql_problem(sql or "")
+            problem, read = _sql_problem(sql_text(t, product))
             if problem:
                 errors.append(_err(product, t.line, field, problem))
                 continue
@@ -151,50 +126,38 @@ def _check_sql_checks(product: DataProduct) -> list[SpecError]:
     return errors
 
 
-def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecError]:
-    edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
-    where: dict[tuple[str, str], DataProduct] = {}
-    for p in products:
-        for t in p.transformations:
-            node = (p.domain, t.output.table)
-            where[node] = p
-            edges.setdefault(node, set()).update(inp.ref(p.domain) for inp in t.inputs.values())
-    errors, state, stack = [], {}, []
-
-    def visit(node: tuple[str, str]) -> None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == 1:
-                cycle = [*stack[stack.index(nxt) :], nxt]
-                if only is not None and not any(d in only for d, _ in cycle):
-                    continue
-                product = where[node]
-                errors.append(
-                    _err(product, None, "inputs", "dependency cycle: " + " -> ".join(f"{d}.{t}" for d, t in cycle))
-                )
-            elif nxt in edges and state.get(nxt) is None:
-                visit(nxt)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(edges):
-        if state.get(node) is None:
-            visit(node)
+def _cycles(graph: MeshGraph, only: set[str] | None) -> list[SpecError]:
+    """Every dependency cycle through a table of ``only`` (default: any), found by an iterative depth-first
+    walk so a chain of any depth is walked without recursion."""
+    edges = {key: sorted(set(t.inputs) & graph.tables.keys()) for key, t in graph.tables.items() if t.inputs}
+    errors, state = [], {}
+    for root in sorted(edges):
+        if root in state:
+            continue
+        state[root] = 1
+        path, todo = [root], [iter(edges[root])]
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt]
+                if only is None or any(d in only for d, _ in cycle):
+                    table = graph.tables[path[-1]]
+                    message = "dependency cycle: " + " -> ".join(f"{d}.{t}" for d, t in cycle)
+                    errors.append(SpecError(relative(table.source_file), table.line, "inputs", message))
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                todo.append(iter(edges.get(nxt, ())))
     return errors
 
 
-def validate(
-    domains: dict[str, DomainSpecs],
-    only: set[str] | None = None,
-    extra: Iterable[Table] = (),
-    graph: MeshGraph | None = None,
-) -> list[SpecError]:
-    """Every governance error in ``domains`` (restricted to the ``only`` domains if given); ``graph`` is the
-    mesh already resolved from them, when the caller has it."""
-    graph = graph or MeshGraph(domains, extra)
-    chosen = [s for name, s in domains.items() if only is None or name in only]
-    errors: list[SpecError] = [e for s in chosen for e in s.errors]
+def mesh_errors(graph: MeshGraph, only: set[str] | None = None) -> list[SpecError]:
+    """The rules between tables (duplicates, inputs, cycles) for the tables of ``only`` (default: all): they need
+    only the resolved tables, which other domains contribute from the catalog, never by running their code."""
+    errors: list[SpecError] = []
     for first, second in graph.duplicates:
         if only is None or second.domain in only:
             errors.append(
@@ -205,10 +168,29 @@ def validate(
                     f"duplicate table {second.ref}: also declared in {relative(first.source_file)}:{first.line}",
                 )
             )
-    products = [p for s in chosen for p in s.products]
-    for product in products:
-        errors += _check_inputs(product, graph)
-        errors += _check_transformation_code(product, graph)
+    for table in graph.tables.values():
+        if only is None or table.domain in only:
+            errors += _check_inputs(table, graph)
+    return errors + _cycles(graph, only)
+
+
+def local_errors(specs: DomainSpecs) -> list[SpecError]:
+    """One domain's errors that need its products' code and files: discovery's, SQL, function parameters."""
+    errors = list(specs.errors)
+    for product in specs.products:
+        errors += _check_transformation_code(product)
         errors += _check_sql_checks(product)
-    errors += _cycles([p for s in domains.values() for p in s.products], only)
-    return sorted(set(errors))
+    return errors
+
+
+def validate(
+    domains: dict[str, DomainSpecs],
+    only: set[str] | None = None,
+    extra: Iterable[Table] = (),
+    graph: MeshGraph | None = None,
+) -> list[SpecError]:
+    """Every governance error in ``domains`` (restricted to the ``only`` domains if given); ``graph`` is the
+    mesh already resolved from them (and ``extra``), when the caller has it."""
+    graph = graph or MeshGraph(domains, extra)
+    errors = [e for name, s in domains.items() if only is None or name in only for e in local_errors(s)]
+    return sorted(set(errors + mesh_errors(graph, only)))

@@ -92,3 +92,18 @@ CheckSpec = Annotated[
     NotNull | Unique | RowCount | AcceptedValues | SqlAssertion | Freshness | VolumeAnomaly | SchemaContract,
     Field(discriminator="kind"),
 ]
+
+
+def checked_columns(check: CheckSpec) -> tuple[str, ...]:
+    """The columns a check names in its declaration (a ``sql`` check's are only known to Spark)."""
+    if isinstance(check, NotNull):
+        return check.columns
+    if isinstance(check, Unique):
+        return check.keys
+    if isinstance(check, AcceptedValues):
+        return (check.column,)
+    return ()
+
+
+COLUMNS_FIELD = {NotNull: "columns", Unique: "keys", AcceptedValues: "column"}
+"""The field of each kind of check that names its columns."""

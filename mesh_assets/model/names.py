@@ -11,11 +11,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,62}")
+"""Matched whole (``fullmatch``): ``$`` would let a trailing newline through."""
 
 
 def check_identifier(value: str) -> str:
-    if not isinstance(value, str) or not IDENTIFIER.match(value):
+    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise ValueError(
             f"invalid identifier {value!r}: use lower-case letters, digits and '_', starting with a letter"
         )

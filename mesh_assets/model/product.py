@@ -21,6 +21,9 @@ from mesh_assets.model.names import Identifier, split_table_ref
 
 Tier = Literal["t1", "t2", "t3"]
 Classification = Literal["l0", "l1", "l2", "l3"]
+OPEN_CLASSIFICATION = "l0"
+"""The lowest classification: only a table classified so may show row values in check samples and errors;
+any other shows counts and column names."""
 WriteMode = Literal["overwrite_partition", "full"]
 SchemaPolicy = Literal["additive", "strict"]
 
@@ -89,6 +92,7 @@ class Input(Strict):
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
     timeout_hours: float | None = Field(default=None, gt=0)
+    line: int | None = None
 
     @field_validator("table")
     @classmethod

@@ -42,10 +42,10 @@ def test_validate_fails_and_prints_every_error(use_domains, capsys: pytest.Captu
     assert lines == [
         "error domains/sales/customers.yaml:3: contacts: Tuple should have at least 1 item after validation, not 0",
         "error domains/sales/customers.yaml:4: colour: unknown field 'colour'",
-        "error domains/sales/orders.yaml:10: tables.0.inputs.missing: unknown table sales.missing",
-        "error domains/sales/orders.yaml:10: tables.0.inputs.raw_menus.window: "
-        "sales.raw_menus is not partitioned; use window 'all'",
         "error domains/sales/orders.yaml:10: tables.0.sql: SQL reads sales.raw_refunds, which is not a declared input",
+        "error domains/sales/orders.yaml:13: tables.0.inputs.missing: unknown table sales.missing",
+        "error domains/sales/orders.yaml:14: tables.0.inputs.raw_menus.window: "
+        "sales.raw_menus is not partitioned; use window 'all'",
         "error domains/sales/orders.yaml:16: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
         "error domains/sales/refunds.py:6: tables.0.inputs: "
         "function build_refunds() takes ['order_rows'] but inputs are ['orders']",
@@ -97,3 +97,17 @@ def test_list_without_cross_domain_edges(use_domains, capsys: pytest.CaptureFixt
     use_domains("windows")
     assert cli.main(["list"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "No cross-domain edges."
+
+
+def test_validate_accepts_products_reading_dbt_models_as_the_location_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ROOT / "tests" / "fixtures" / "dbt_consumer"
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(root / "domains"))
+    get_settings.cache_clear()
+    try:
+        assert cli.main(["validate"]) == 0, capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
+    assert capsys.readouterr().out.startswith("ok: 1 product(s) in 1 domain(s)")

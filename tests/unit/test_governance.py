@@ -14,6 +14,7 @@ from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecError, SpecValidationError
+from mesh_assets.model.names import check_identifier
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "governance"
 
@@ -32,8 +33,8 @@ def E(file: str, line: int | None, field: str, message: str) -> SpecError:
 
 def test_unknown_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_table", monkeypatch) == [
-        E("sales/orders.yaml", 8, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
-        E("sales/orders.yaml", 8, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 11, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 12, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
     ]
 
 
@@ -42,7 +43,7 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
     assert errors_of("internal_table", monkeypatch) == [
         E(
             "sales/orders.yaml",
-            6,
+            8,
             "tables.0.inputs.inventory__stock_levels",
             "inventory.stock_levels is internal to domain inventory; only published tables may be read by "
             "other domains",
@@ -52,7 +53,7 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
 
 def test_dependency_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("cycle", monkeypatch) == [
-        E("a/loop.yaml", 1, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
+        E("a/loop.yaml", 10, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
     ]
 
 
@@ -129,25 +130,25 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
     assert errors_of("windows", monkeypatch) == [
         E(
             "sales/windows.yaml",
-            14,
+            16,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
         E(
             "sales/windows.yaml",
-            18,
+            20,
             "tables.1.inputs.raw_clicks.window",
             "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
         ),
         E(
             "sales/windows.yaml",
-            22,
+            26,
             "tables.2.inputs.raw_orders.window",
             "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
         ),
         E(
             "sales/windows.yaml",
-            28,
+            30,
             "tables.3.inputs.raw_shifts.window",
             "sales.raw_shifts is partitioned by date and region; a daily output reads it by 'same' "
             "(a day's regions) or 'all'",
@@ -184,14 +185,14 @@ def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert errors_of("many_errors", monkeypatch) == [
         E("sales/customers.yaml", 3, "contacts", TOO_FEW),
         E("sales/customers.yaml", 4, "colour", "unknown field 'colour'"),
-        E("sales/orders.yaml", 10, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
+        E("sales/orders.yaml", 13, "tables.0.inputs.missing", "unknown table sales.missing"),
         E(
             "sales/orders.yaml",
-            10,
+            14,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
-        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
         E("sales/orders.yaml", 16, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
         E(
             "sales/refunds.py",
@@ -225,7 +226,7 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = [
         E(
             "broken_domain/sales.yaml",
-            6,
+            9,
             "tables.0.inputs.good_domain__raw_products",
             "good_domain.raw_products is internal to domain good_domain; only published tables may be read by "
             "other domains",
@@ -237,3 +238,73 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SpecValidationError):
         build_definitions(domains)
     assert validate(domains, only={"good_domain"}) == []
+
+
+def test_check_names_are_unique_per_output_default_names_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert errors_of("check_names", monkeypatch) == [
+        E(
+            "sales/orders.yaml",
+            15,
+            "tables.0.checks.1",
+            "check name 'row_count' is also the name of checks.0; give one a 'name'",
+        ),
+        E(
+            "sales/orders.yaml",
+            17,
+            "tables.0.checks.3",
+            "check name 'sql_assertion' is also the name of checks.2; give one a 'name'",
+        ),
+        E(
+            "sales/orders.yaml",
+            18,
+            "tables.0.checks.4",
+            "check name 'schema_contract' is the contract's own check; choose another name",
+        ),
+        E("sales/orders.yaml", 19, "tables.0.checks.5.columns", "column 'customer_id' is not in the output's contract"),
+    ]
+
+
+def test_owners_and_tags_follow_dagsters_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    allowed = "Allowed characters: alpha-numeric, '_', '-', '.'."
+    owner = "is refused: Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"
+    assert errors_of("dagster_rules", monkeypatch) == [
+        E("sales/orders.yaml", 2, "owner", f"owner 'sales@localhost' {owner}"),
+        E(
+            "sales/orders.yaml",
+            5,
+            "tags.cost center",
+            f"Found invalid tag keys: ['cost center']. {allowed} Tag keys can also contain a namespace section, "
+            "separated by a '/'. Each section must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            6,
+            "tags.team",
+            f"Invalid tag value: sales and marketing, for key: team. {allowed} Must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            7,
+            "tags.note",
+            f"Invalid tag value: {'x' * 65}, for key: note. {allowed} Must have <= 63 characters.",
+        ),
+        E(
+            "sales/orders.yaml",
+            8,
+            "tags.region",
+            f"Invalid tag value: köln, for key: region. {allowed} Must have <= 63 characters.",
+        ),
+        E("sales/refunds.py", 3, "owner", f"owner 'ops@internal' {owner}"),
+        E(
+            "sales/refunds.py",
+            3,
+            "tags.k",
+            f"Invalid tag value: a b, for key: k. {allowed} Must have <= 63 characters.",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("name", ["t\n", "orders\n", "Orders", "a" * 64])
+def test_identifiers_are_matched_whole(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid identifier"):
+        check_identifier(name)

@@ -1,0 +1,97 @@
+"""The catalog: other domains known from data, bounded spec parsing, and entries that cannot be stale."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from mesh_assets.graph import yaml_lines
+from mesh_assets.graph.discovery import load_domain
+from mesh_assets.graph.isolate import discover
+from mesh_assets.graph.resolve import tables_of
+from mesh_assets.model.errors import SpecError
+
+SPEC = """name: orders
+owner: sales@example.com
+contacts: [{kind: chat, value: "#sales"}]
+external:
+  - {table: raw_orders, regions: [eu, us], contract: [{name: id, type: bigint}]}
+tables:
+  - table: orders
+    published: {published}
+    partitioning: hourly
+    inputs:
+      - {table: raw_orders}
+    sql: SELECT * FROM sales.raw_orders
+    checks:
+      - {kind: not_null, columns: [id]}
+      - {kind: accepted_values, column: status, values: [new, paid], severity: warn}
+"""
+
+
+def write_domain(root: Path, published: str = "false") -> Path:
+    folder = root / "domains" / "sales"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "orders.yaml").write_text(SPEC.replace("{published}", published))
+    return folder
+
+
+def test_an_entry_holds_the_tables_as_discovery_resolves_them(tmp_path: Path) -> None:
+    folder = write_domain(tmp_path)
+    entry = discover(folder, tmp_path / "home", 60)
+    assert entry.errors == ()
+    assert entry.tables == tuple(t for p in load_domain(folder).products for t in tables_of(p))
+    assert [t.spec for t in entry.tables] == [t.spec for p in load_domain(folder).products for t in tables_of(p)]
+
+
+def test_a_changed_file_is_a_new_entry_never_a_stale_one(tmp_path: Path) -> None:
+    folder = write_domain(tmp_path)
+    home = tmp_path / "home"
+    assert not discover(folder, home, 60).tables[0].published
+    write_domain(tmp_path, published="true")
+    assert discover(folder, home, 60).tables[0].published
+    assert len(list((home / "catalog").glob("*.json"))) == 2
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
+    levels = "".join(f"  - &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8))
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("name: p\nlaughs:\n  - &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + levels)
+    started = time.monotonic()
+    with pytest.raises(yaml_lines.SpecRefused, match=r"more than 8 YAML aliases \(\*name\) at line 4"):
+        yaml_lines.load(bomb)
+    assert time.monotonic() - started < 5
+
+
+def test_a_few_aliases_are_read(tmp_path: Path) -> None:
+    spec = tmp_path / "p.yaml"
+    spec.write_text("base: &b {kind: chat, value: '#a'}\ncontacts: [*b, *b]\n")
+    data, lines = yaml_lines.load(spec)
+    assert data["contacts"] == [{"kind": "chat", "value": "#a"}] * 2 and lines[("contacts",)] == 2
+
+
+def test_oversized_and_deeply_nested_specs_are_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("description: " + "x" * yaml_lines.MAX_BYTES + "\n")
+    with pytest.raises(yaml_lines.SpecRefused, match="a spec may have at most 1,048,576"):
+        yaml_lines.load(big)
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(yaml_lines.SpecRefused, match="nested deeper than 32 levels at line 1"):
+        yaml_lines.load(deep)
+
+
+def test_a_refused_spec_is_an_error_of_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = write_domain(tmp_path)
+    (folder / "big.yaml").write_text("x" * (yaml_lines.MAX_BYTES + 1))
+    monkeypatch.chdir(tmp_path)
+    assert load_domain(Path("domains/sales")).errors == [
+        SpecError(
+            "domains/sales/big.yaml",
+            None,
+            "",
+            "refused: the file is 1,048,577 bytes; a spec may have at most 1,048,576",
+        )
+    ]
