@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
 from mesh_assets.settings import get_settings
@@ -122,9 +123,13 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     domains = load_all(get_settings().domains_dir)
-    errors = validate(domains, set(args.domain) if args.domain else None)
+    graph = MeshGraph(domains)
+    errors = validate(domains, set(args.domain) if args.domain else None, graph=graph)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
+    chosen = (t for t in graph.tables.values() if not args.domain or t.domain in args.domain)
+    for warning in partition_count_warnings(chosen):
+        console.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
     products = sum(len(s.products) for name, s in domains.items() if not args.domain or name in args.domain)
     if getattr(args, "lineage", False):
         report_undeclared_reads(console, args.runs)
