@@ -25,6 +25,7 @@ SUITE = [
     "automation_tick",
     "demo_end_to_end",
     "connect_startup",
+    "volume",
 ]
 
 
