@@ -23,6 +23,7 @@ SUITE = [
     "writes",
     "observer_tick",
     "automation_tick",
+    "domain_isolation",
     "demo_end_to_end",
     "connect_startup",
     "volume",

@@ -72,6 +72,11 @@ run_retries:
   enabled: true
   max_retries: 1
   retry_on_asset_or_op_failure: false
+# The daemon evaluates each domain's automation sensor on its own thread: a domain whose evaluation is slow
+# delays its own tick, not the other domains' (bench/domain_isolation.py).
+auto_materialize:
+  use_threads: true
+  num_workers: 4
 """
 
 
