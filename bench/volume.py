@@ -20,6 +20,7 @@ import argparse
 import importlib.util
 import os
 import resource
+import shutil
 import statistics
 import tempfile
 import threading
@@ -184,13 +185,18 @@ def run(days: int = 14, rows_per_day: int = 5_000_000, repeat: int = 2) -> list[
     generated = time.perf_counter()
     work = Volume(spark, days, rows_per_day)
     generated = time.perf_counter() - generated
-    day = min(7, days - 1)  # its window reads 7 published days
-    work.raw(0, day - 1)  # publishes the days before it, and warms both paths (first reads, first plans)
-    work.materialize(0, day - 1)
-    one = alternate(jvm, {"raw": lambda: work.raw(day, day), "mesh": lambda: work.materialize(day, day)}, repeat)
-    full = alternate(jvm, {"raw": lambda: work.raw(0, days - 1), "mesh": lambda: work.materialize(0, days - 1)}, repeat)
-    assert work.rows("orders") == work.rows("raw_clean") == days * rows_per_day
-    assert work.rows("store_week") == work.rows("raw_store_week")
+    try:
+        day = min(7, days - 1)  # its window reads 7 published days
+        work.raw(0, day - 1)  # publishes the days before it, and warms both paths (first reads, first plans)
+        work.materialize(0, day - 1)
+        one = alternate(jvm, {"raw": lambda: work.raw(day, day), "mesh": lambda: work.materialize(day, day)}, repeat)
+        full = alternate(
+            jvm, {"raw": lambda: work.raw(0, days - 1), "mesh": lambda: work.materialize(0, days - 1)}, repeat
+        )
+        assert work.rows("orders") == work.rows("raw_clean") == days * rows_per_day
+        assert work.rows("store_week") == work.rows("raw_store_week")
+    finally:
+        shutil.rmtree(work.base, ignore_errors=True)  # gigabytes at full volume
     python_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     memory = spark.conf.get("spark.driver.memory")
     staging = f"staged with persist(MEMORY_AND_DISK), driver+executor JVM -Xmx {memory}"
