@@ -23,8 +23,10 @@ SUITE = [
     "writes",
     "observer_tick",
     "automation_tick",
+    "domain_isolation",
     "demo_end_to_end",
     "connect_startup",
+    "volume",
 ]
 
 
@@ -42,8 +44,9 @@ def render(results: list[Result], failures: dict[str, str]) -> str:
     ]
     for r in results:
         met = "" if r.met is None else ("yes" if r.met else "**no**")
+        case = f"{r.case} ({r.notes})" if r.notes else r.case
         lines.append(
-            f"| {r.benchmark} | {r.case} | {r.seconds:.3f} | {r.baseline} | {r.baseline_seconds:.3f} | "
+            f"| {r.benchmark} | {case} | {r.seconds:.3f} | {r.baseline} | {r.baseline_seconds:.3f} | "
             f"{r.ratio:.2f} | {r.target} | {met} |"
         )
     if failures:

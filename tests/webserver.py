@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -32,6 +33,48 @@ def workspace(path: Path, locations: Mapping[str, Path], working_directory: Path
     ]
     path.write_text(yaml.safe_dump({"load_from": entries}))
     return path
+
+
+def grpc_workspace(path: Path, sockets: Mapping[str, Path]) -> Path:
+    """``path`` written as a workspace.yaml whose locations are the code servers listening on ``sockets``."""
+    entries = [{"grpc_server": {"socket": str(sock), "location_name": name}} for name, sock in sockets.items()]
+    path.write_text(yaml.safe_dump({"load_from": entries}))
+    return path
+
+
+def accepts(path: Path) -> bool:
+    """Whether a server listens on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
+@contextmanager
+def code_server(
+    name: str, definitions: Path, working_directory: Path, env: Mapping[str, str], log: Path, timeout: float = 300
+) -> Iterator[Path]:
+    """One code server for location ``name`` on a Unix socket, until it serves; the socket.
+
+    As under ``dagster dev``, the webserver and the daemon share it, so the location loads once rather than
+    once per process that serves it. Stopped with the run workers it launched afterwards."""
+    path = log.parent / f"{name}.sock"
+    command = [str(BIN / "dagster"), "api", "grpc", "--socket", str(path), "--location-name", name]
+    command += ["--python-file", str(definitions), "--working-directory", str(working_directory)]
+    process = processes.start(command, log, dict(env))
+    try:
+        deadline = time.monotonic() + timeout
+        while not accepts(path):
+            if process.poll() is not None:
+                raise RuntimeError(f"the code server exited with {process.returncode}:\n{processes.tail(log)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the code server did not serve {name} in {timeout:.0f}s:\n{processes.tail(log)}")
+            time.sleep(0.5)
+        yield path
+    finally:
+        processes.stop(process)
 
 
 def loaded(webserver: Webserver, count: int) -> bool:

@@ -13,6 +13,7 @@ from rich.table import Table
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
 from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
+from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import get_settings
 
@@ -72,6 +73,11 @@ run_retries:
   enabled: true
   max_retries: 1
   retry_on_asset_or_op_failure: false
+# The daemon evaluates each domain's automation sensor on its own thread: a domain whose evaluation is slow
+# delays its own tick, not the other domains' (bench/domain_isolation.py).
+auto_materialize:
+  use_threads: true
+  num_workers: 4
 """
 
 
@@ -143,7 +149,10 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     errors = validate_catalog(entries, tool_tables(), only)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
-    products = {(t.domain, t.product) for t in catalog_tables(entries) if only is None or t.domain in only}
+    chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]
+    for warning in partition_count_warnings(chosen):
+        console.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
+    products = {(t.domain, t.product) for t in chosen}
     if getattr(args, "lineage", False):
         report_undeclared_reads(console, args.runs)
     if errors:

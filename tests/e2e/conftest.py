@@ -24,6 +24,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
+from webserver import accepts
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -66,15 +67,6 @@ def stop_groups(processes: list[subprocess.Popen], grace: float = 10.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # run workers and JVMs a leader left behind
         proc.wait()
-
-
-def accepts(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-        return True
 
 
 @dataclass

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 from services import processes
-from webserver import BIN, dagster_webserver, workspace
+from webserver import BIN, code_server, dagster_webserver, grpc_workspace
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -29,32 +29,33 @@ BAD_DAY = date(2021, 6, 4)
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A throwaway Mesh home and Dagster instance, with one code location (food_delivery)."""
+    """A throwaway Mesh home and Dagster instance."""
     base = tmp_path_factory.mktemp("deployment")
     (base / "dagster").mkdir()
-    locations = {"food_delivery": ROOT / "domains" / "food_delivery" / "definitions.py"}
     return {
         **os.environ,
         "MESH_HOME": str(base),
         "DAGSTER_HOME": str(base / "dagster"),
         "MESH_PROJECT_ROOT": str(ROOT),
         "MESH_AUTOMATION__ENABLED": "false",  # only the backfill runs: no sensor competes for the machine
-        "MESH_WORKSPACE": str(workspace(base / "workspace.yaml", locations, ROOT)),
     }
 
 
 @pytest.fixture(scope="module")
 def services(deployment: dict[str, str]) -> Iterator[dict[str, str]]:
-    """``make dev`` for the module: the instance set up, a daemon and a webserver; the CLI's environment."""
+    """``make dev`` for the module: the instance set up, one code location (food_delivery) served to a daemon
+    and a webserver by one code server; the CLI's environment."""
     base = Path(deployment["MESH_HOME"])
-    subprocess.run([BIN / "mesh", "setup"], env=deployment, check=True, capture_output=True)
-    workspace_yaml = Path(deployment["MESH_WORKSPACE"])
-    daemon = processes.start([BIN / "dagster-daemon", "run", "-w", workspace_yaml], base / "daemon.log", deployment)
-    try:
-        with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
-            yield {**deployment, "MESH_DAGSTER__URL": url}
-    finally:
-        processes.stop(daemon)
+    subprocess.run([BIN / "mesh", "setup"], env=deployment, check=True, capture_output=True, cwd=ROOT)
+    definitions = ROOT / "domains" / "food_delivery" / "definitions.py"
+    with code_server("food_delivery", definitions, ROOT, deployment, base / "code-server.log") as sock:
+        workspace_yaml = grpc_workspace(base / "workspace.yaml", {"food_delivery": sock})
+        daemon = processes.start([BIN / "dagster-daemon", "run", "-w", workspace_yaml], base / "daemon.log", deployment)
+        try:
+            with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
+                yield {**deployment, "MESH_DAGSTER__URL": url}
+        finally:
+            processes.stop(daemon)
 
 
 def backfill(deployment: dict[str, str], start: str, end: str) -> subprocess.CompletedProcess:

@@ -76,7 +76,9 @@ def test_validate_ok_on_the_real_domains(monkeypatch: pytest.MonkeyPatch, capsys
         assert cli.main(["validate"]) == 0, capsys.readouterr().out
     finally:
         get_settings.cache_clear()
-    assert capsys.readouterr().out.startswith("ok: ")
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.startswith("error ")], out
+    assert out.splitlines()[-1].startswith("ok: "), out
 
 
 def test_list_shows_products_owners_and_cross_domain_edges(use_domains, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,3 +113,13 @@ def test_validate_accepts_products_reading_dbt_models_as_the_location_does(
     finally:
         get_settings.cache_clear()
     assert capsys.readouterr().out.startswith("ok: 1 product(s) in 1 domain(s)")
+
+
+def test_validate_warns_about_an_hourly_table_going_back_years(use_domains, capsys: pytest.CaptureFixture[str]) -> None:
+    use_domains("partition_counts")
+    assert cli.main(["validate"]) == 0  # a warning, not an error: the mesh still loads
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if line.startswith("warning ")]
+    assert len(warnings) == 1, out  # the daily table from the same date is far below the threshold
+    assert warnings[0].startswith("warning domains/clicks/clicks.yaml:7: start_date: clicks.raw_clicks has "), warnings
+    assert "hourly partitions since 2020-01-01, more than the 25,000 Dagster's UI lists quickly" in warnings[0]

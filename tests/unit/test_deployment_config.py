@@ -140,6 +140,14 @@ def test_setup_writes_the_instance_the_setting_names_and_leaves_a_foreign_file_a
     assert dagster_home.read_text() == "storage: {}\n"
 
 
+def test_the_daemon_evaluates_each_domains_automation_on_its_own_thread(tmp_path: Path) -> None:
+    # One sensor per domain; on a thread each, a domain whose evaluation is slow does not hold back the others.
+    (tmp_path / "dagster.yaml").write_text(commands.instance_yaml("sqlite"))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        settings = instance.get_settings("auto_materialize")
+    assert settings["use_threads"] is True and settings["num_workers"] >= 2
+
+
 def test_the_session_time_zone_stays_utc_whatever_the_settings_say():
     from mesh_assets.engine.session import spark_conf
     from mesh_assets.settings import MeshSettings

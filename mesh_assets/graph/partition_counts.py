@@ -1,0 +1,55 @@
+"""Partition counts the Dagster UI can show: a warning, not an error, for tables that outgrow it.
+
+Dagster lists every partition of an asset on its pages and in its backfill dialog; past a few tens of
+thousands the asset page and the partition picker load slowly. An hourly table that goes back years gets there
+(2021-06-01 to 2026 is about 48,000 hours), so ``mesh validate`` warns before a team ships one, naming the
+table, its file and line, its count and the start date that would keep it under the threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.errors import SpecError, relative
+from mesh_assets.model.grain import midnight
+
+MAX_PARTITIONS = 25_000
+"""Partitions per asset above which ``mesh validate`` warns (about 2.8 years of hours, 68 years of days)."""
+
+
+def partition_count(table: Table, now: datetime) -> int:
+    """How many partitions Dagster shows for ``table`` at ``now``: each date (or hour) from its start date
+    up to the last complete one, times its regions."""
+    if not table.grain.partitioned:
+        return 0
+    assert table.grain.step is not None
+    elapsed = table.grain.floor(now) - midnight(table.start_date)
+    return max(0, elapsed // table.grain.step) * max(1, len(table.regions))
+
+
+def partition_count_warnings(
+    tables: Iterable[Table], now: datetime | None = None, limit: int = MAX_PARTITIONS
+) -> list[SpecError]:
+    """A warning for each table with more than ``limit`` partitions at ``now`` (default: the current UTC time)."""
+    now = now or datetime.now(UTC)
+    warnings = []
+    for table in tables:
+        count = partition_count(table, now)
+        if count <= limit:
+            continue
+        assert table.grain.step is not None
+        latest_start = table.grain.floor(now) - table.grain.step * (limit // max(1, len(table.regions)))
+        first_day = latest_start.date() + (latest_start != midnight(latest_start.date())) * timedelta(days=1)
+        warnings.append(
+            SpecError(
+                relative(table.source_file),
+                table.line,
+                "start_date",
+                f"{table.ref} has {count:,} {table.grain} partitions since {table.start_date}, more than the "
+                f"{limit:,} Dagster's UI lists quickly; a start_date on or after {first_day} stays "
+                "under it",
+            )
+        )
+    return sorted(warnings)
