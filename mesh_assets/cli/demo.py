@@ -50,7 +50,10 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
 def report(console: Console, summary: list[AssetSummary], progress: DemoProgress, log: Path, verbose: bool) -> int:
     """The summary, then each failure (the table and the partitions refused) and each product left incomplete,
     then where the full log is; 1 when anything failed."""
-    console.print(summary_table(summary))
+    with console.capture() as table:
+        console.print(summary_table(summary))
+    for line in table.get().splitlines():
+        console.out(line.rstrip(), highlight=False)  # no padding to the table's width in a CI log
     for message in progress.failures:
         console.print(f"[red]failed[/red]: {message}", highlight=False)
     for line in progress.incomplete():

@@ -69,6 +69,7 @@ def test_the_demo_reads_cleanly_in_a_ci_log(demo: DemoRun):
     assert len(demo.lines) < 60, demo.output
     assert all(len(line) <= 80 for line in demo.lines[:-1]), demo.output  # the last: the log's path, unbroken
     assert "…" not in demo.output, "a column was cut"
+    assert [line for line in demo.lines if line != line.rstrip()] == []
 
 
 def test_the_demo_shows_each_product_and_its_partitions(demo: DemoRun):
