@@ -28,8 +28,11 @@ $(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/m
 services:
 	scripts/install-services.sh
 
+# `make demo DEMO_ARGS=--verbose` prints dbt's, Spark's and Dagster's logs rather than keeping them in .mesh/logs.
+DEMO_ARGS ?=
+
 demo: setup
-	$(BIN)/mesh demo
+	$(BIN)/mesh demo $(DEMO_ARGS)
 
 # Always on the loopback; `make dev DEV_PORT=3001 DEV_WORKSPACE=other.yaml` serves another port or workspace.
 DEV_PORT      ?= 3000

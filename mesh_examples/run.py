@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import date
 
@@ -14,8 +15,7 @@ from mesh_examples.landing import land_all
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-"""The demo prints a summary; the full event log stays on the instance for ``make dev``."""
+DEMO_JOB = "mesh_demo"
 
 
 @dataclass(frozen=True)
@@ -25,52 +25,142 @@ class AssetSummary:
     rows: dict[str, int]
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One table the demo materializes: where it belongs and the partitions it should publish."""
+
+    key: dg.AssetKey
+    domain: str
+    product: str
+    partitions: tuple[str | None, ...]
+    """``(None,)`` for an unpartitioned table, published whole."""
+
+
+class DemoListener:
+    """What the demo reports while it runs; the CLI draws it. The base class ignores everything."""
+
+    def stage(self, text: str) -> None:
+        """A step of the demo begins (landing, observing, materializing)."""
+
+    def planned(self, tables: list[Planned]) -> None:
+        """The tables about to be materialized, before the first one starts."""
+
+    def materialized(self, key: dg.AssetKey, partition: str | None) -> None:
+        """One partition of ``key`` (``None``: the whole unpartitioned table) was published."""
+
+    def failed(self, message: str) -> None:
+        """A step of a run failed; ``message`` names the table and its refused partitions."""
+
+
 def run_demo(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     mesh: MeshResource,
     start: date = DEMO_START,
     count: int = DEMO_DAYS,
+    listener: DemoListener | None = None,
 ) -> list[AssetSummary]:
     """Land the sources, materialize the mesh over them, and summarize what was published."""
+    listener = listener or DemoListener()
     window = days(start, count)
+    listener.stage(f"landing {count} days of example data ({window[0]} .. {window[-1]})")
     land_all(mesh.spark, mesh.registry, window)
+    listener.stage("observing the landed sources and running their checks")
     observe_now(defs, instance, mesh)  # what the observers report before anything reads the landed data
-    keys = materialize_mesh(defs, instance, mesh, window[0], window[-1])
+    listener.stage("materializing the mesh")
+    keys = materialize_mesh(defs, instance, mesh, window[0], window[-1], listener)
     return summarize(instance, keys, mesh)
 
 
 def materialize_mesh(
-    defs: dg.Definitions, instance: dg.DagsterInstance, mesh: MeshResource, first: date, last: date
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    mesh: MeshResource,
+    first: date,
+    last: date,
+    listener: DemoListener | None = None,
 ) -> list[dg.AssetKey]:
     """Unpartitioned products in one run, then one single-run range over every partitioned one."""
+    listener = listener or DemoListener()
     assets = executable_assets(defs)
     unpartitioned = [k for a in assets for k in a.keys if a.partitions_def is None]
     partitioned = [k for a in assets for k in a.keys if a.partitions_def is not None]
+    listener.planned(plan(assets, first, last))
     resources = {**(defs.resources or {}), RESOURCE_KEY: mesh}
-    if unpartitioned:
-        dg.materialize(
-            assets,
-            instance=instance,
-            resources=resources,
-            selection=unpartitioned,
-            tags={"mesh/launched_by": "demo"},
-            run_config=QUIET,
-        )
-    if partitioned:
-        dg.materialize(
-            assets,
-            instance=instance,
-            resources=resources,
-            selection=partitioned,
-            run_config=QUIET,
-            tags={
-                "dagster/asset_partition_range_start": first.isoformat(),
-                "dagster/asset_partition_range_end": last.isoformat(),
-                "mesh/launched_by": "demo",
-            },
-        )
+    tags = {"mesh/launched_by": "demo"}
+    range_tags = {
+        "dagster/asset_partition_range_start": first.isoformat(),
+        "dagster/asset_partition_range_end": last.isoformat(),
+    }
+    for selection, run_tags in ((unpartitioned, tags), (partitioned, {**tags, **range_tags})):
+        if not selection:
+            continue
+        job = demo_job(assets, resources, selection, listener)
+        result = job.execute_in_process(instance=instance, run_config=LOGGERS, tags=run_tags, raise_on_error=False)
+        for event in result.get_step_failure_events():
+            listener.failed(root_cause(event.step_failure_data.error))
     return [*unpartitioned, *partitioned]
+
+
+LOGGERS = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}, "progress": {}}}
+"""Dagster's own log in full on stderr (the CLI sends it to the demo's log file), and the progress events."""
+
+
+def demo_job(
+    assets: list[dg.AssetsDefinition],
+    resources: dict[str, object],
+    selection: list[dg.AssetKey],
+    listener: DemoListener,
+) -> dg.JobDefinition:
+    """``dg.materialize``'s job, with a logger that forwards each published partition to ``listener``."""
+    defs = dg.Definitions(
+        assets=assets,
+        resources=resources,
+        jobs=[dg.define_asset_job(DEMO_JOB, selection=selection)],
+        loggers={"console": dg.colored_console_logger, "progress": progress_logger(listener)},
+    )
+    return defs.resolve_job_def(DEMO_JOB)
+
+
+def progress_logger(listener: DemoListener) -> dg.LoggerDefinition:
+    class Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            event = getattr(record, "dagster_event", None)
+            if event is not None and event.is_step_materialization:
+                listener.materialized(event.asset_key, event.partition)
+
+    @dg.logger
+    def progress(_context: dg.InitLoggerContext) -> logging.Logger:
+        log = logging.Logger("mesh.demo.progress", logging.DEBUG)
+        log.addHandler(Forward())
+        return log
+
+    return progress
+
+
+def root_cause(error: object) -> str:
+    """The innermost error's own message (the table and partitions Mesh refused), not Dagster's wrapping."""
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    message = str(getattr(error, "message", error)).strip()
+    name = getattr(error, "cls_name", None)
+    return message.split(f"{name}: ", 1)[-1] if name else message
+
+
+def plan(assets: list[dg.AssetsDefinition], first: date, last: date) -> list[Planned]:
+    """Every executable table with its domain, product (its asset group) and the partitions the demo covers."""
+    keys = dg.PartitionKeyRange(first.isoformat(), last.isoformat())
+    planned = [
+        Planned(
+            key,
+            key.path[0],
+            a.group_names_by_key[key],
+            tuple(a.partitions_def.get_partition_keys_in_range(keys)) if a.partitions_def else (None,),
+        )
+        for a in assets
+        for key in a.keys
+    ]
+    return sorted(planned, key=lambda p: (p.domain, p.product, p.key.to_user_string()))
 
 
 def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey], mesh: MeshResource) -> list[AssetSummary]:
@@ -85,6 +175,8 @@ def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey], mesh: MeshR
 
 def delta_rows(mesh: MeshResource, key: dg.AssetKey, partitions: list[str]) -> dict[str, int]:
     """Rows per partition as readers see them now (``p_date`` partitions, or the whole table)."""
+    if not partitions:
+        return {}
     table = mesh.spark.read.format("delta").load(mesh.registry.location(*key.path))
     if partitions == ["-"]:
         return {"-": table.count()}

@@ -103,28 +103,9 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.definitions import mesh_definitions
-    from mesh_assets.storage.resource import MeshResource
-    from mesh_examples.run import DEMO_START, run_demo
+    from mesh_assets.cli.demo import run_demo_command
 
-    defs = mesh_definitions()
-    with persistent_instance() as instance:
-        console.print(f"Dagster instance: {instance.root_directory}")
-        console.print(f"Warehouse: {get_settings().warehouse_uri}")
-        summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days)
-    table = Table(title="Materialized by the demo")
-    table.add_column("asset", no_wrap=True)
-    table.add_column("partitions", no_wrap=True)
-    table.add_column("rows per partition")
-    for item in summary:
-        parts = (
-            f"{item.partitions[0]} .. {item.partitions[-1]} ({len(item.partitions)})"
-            if item.partitions[0] != "-"
-            else "(unpartitioned)"
-        )
-        table.add_row(item.asset, parts, " ".join(str(item.rows[p]) for p in item.partitions))
-    console.print(table)
-    return 0
+    return run_demo_command(args, console, persistent_instance)
 
 
 def mesh_catalog(retry: bool = False) -> dict[str, DomainEntry]:

@@ -13,6 +13,35 @@ from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
 
+EXAMPLES = {
+    "setup": "mesh setup",
+    "demo": "mesh demo --days 3",
+    "validate": "mesh validate --domain food_delivery",
+    "list": "mesh list",
+    "backfill": "mesh backfill food_delivery.orders --start 2021-06-04 --end 2021-06-06 --downstream --dry-run",
+    "rebuild": "mesh rebuild food_delivery/orders --downstream --dry-run",
+    "ingest": "mesh ingest --start 2021-06-15T00 --hours 3",
+    "lineage": "mesh lineage food_delivery.orders_7_days --upstream --mermaid",
+}
+"""One line per subcommand that runs as typed after ``make demo`` (with ``.venv`` activated), shown in its help."""
+
+
+class HelpWithExample(argparse.HelpFormatter):
+    """Wraps descriptions as argparse does, but prints the example epilog as written: a command on one line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def with_examples(root: argparse.ArgumentParser, commands: dict[str, argparse.ArgumentParser]) -> None:
+    root.formatter_class = HelpWithExample
+    root.epilog = f"example:\n  {EXAMPLES['validate']}\n\n`mesh <command> --help`: its options and an example."
+    for name, sub in commands.items():
+        sub.formatter_class = HelpWithExample
+        sub.epilog = f"example:\n  {EXAMPLES[name]}"
+
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
@@ -24,7 +53,10 @@ def parser() -> argparse.ArgumentParser:
         help="the Dagster instance's storage (default: the `instance` setting); postgres reads DAGSTER_PG_* variables",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
-    demo.add_argument("--days", type=int, default=14)
+    demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")
+    demo.add_argument(
+        "--verbose", action="store_true", help="print dbt's, Spark's and Dagster's own logs instead of progress"
+    )
     validate = sub.add_parser("validate", help="check every product against the governance rules")
     validate.add_argument("--domain", action="append", help="only this domain (repeatable)")
     validate.add_argument(
@@ -76,6 +108,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     add_lineage_parser(sub)
+    with_examples(root, sub.choices)
     return root
 
 

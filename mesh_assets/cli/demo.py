@@ -1,0 +1,100 @@
+"""``mesh demo``: progress on the screen, other tools' logs in ``<home>/logs/demo.log``, a summary that fits 80
+columns and reads the same on every run."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from mesh_assets.cli.capture import output_to
+from mesh_assets.settings import get_settings
+
+if TYPE_CHECKING:
+    from mesh_assets.cli.progress import DemoProgress
+    from mesh_examples.run import AssetSummary
+
+
+def run_demo_command(args: argparse.Namespace, console: Console, instance_for: Callable[[], dg.DagsterInstance]) -> int:
+    """Run the demo with its logs in the log file (on the screen with ``--verbose``); 1 when anything failed."""
+    from mesh_assets.cli.progress import DemoProgress
+    from mesh_assets.definitions import mesh_definitions
+    from mesh_assets.storage.resource import MeshResource
+    from mesh_examples.run import DEMO_START, run_demo
+
+    log = get_settings().home / "logs" / "demo.log"
+    with contextlib.ExitStack() as stack:
+        if not args.verbose:
+            console = Console(file=stack.enter_context(output_to(log)))
+        instance = stack.enter_context(instance_for())
+        console.print(f"Dagster instance: {shown(Path(instance.root_directory))}", highlight=False)
+        console.print(f"Warehouse: {get_settings().warehouse_uri}", highlight=False)
+        progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
+        try:
+            summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
+        except Exception as exc:
+            traceback.print_exc()
+            console.print(f"[red]demo failed[/red]: {exc}", highlight=False)
+            return report_log(console, log, args.verbose, 1)
+        return report(console, summary, progress, log, args.verbose)
+
+
+def report(console: Console, summary: list[AssetSummary], progress: DemoProgress, log: Path, verbose: bool) -> int:
+    """The summary, then each failure (the table and the partitions refused) and each product left incomplete,
+    then where the full log is; 1 when anything failed."""
+    with console.capture() as table:
+        console.print(summary_table(summary))
+    for line in table.get().splitlines():
+        console.out(line.rstrip(), highlight=False)  # no padding to the table's width in a CI log
+    for message in progress.failures:
+        console.print(f"[red]failed[/red]: {message}", highlight=False)
+    for line in progress.incomplete():
+        console.print(f"[red]not published[/red]: {line}", highlight=False)
+    failed = bool(progress.failures or progress.incomplete())
+    return report_log(console, log, verbose, 1 if failed else 0)
+
+
+def report_log(console: Console, log: Path, verbose: bool, code: int) -> int:
+    if not verbose:
+        console.print(f"Full log (dbt, Spark, Dagster): {shown(log)}", highlight=False, soft_wrap=True)
+    return code
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it (the README's ``.mesh/...``)."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
+
+
+def summary_table(summary: list[AssetSummary]) -> Table:
+    """Domains as headings, tables under them: partitions published, rows, and the rows of the smallest and
+    largest partition. No timings or run ids, so two runs over the same data print the same table."""
+    dated = sorted({p for item in summary for p in item.partitions if p != "-"})
+    span = f" ({dated[0]} .. {dated[-1]})" if dated else ""
+    table = Table(title=f"Published by the demo{span}", box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
+    table.add_column("domain / table", overflow="fold")
+    table.add_column("partitions", justify="right")
+    table.add_column("rows", justify="right")
+    table.add_column("per\npartition", justify="right")
+    domain = None
+    for item in summary:
+        name_domain, name = item.asset.split("/", 1)
+        if name_domain != domain:
+            domain = name_domain
+            table.add_row(f"[bold]{domain}[/bold]")
+        counts = [item.rows[p] for p in item.partitions]
+        partitions = "whole" if item.partitions == ["-"] else str(len(item.partitions))
+        spread = (
+            "" if len(counts) < 2 else str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+        )
+        table.add_row(f"  {name}", partitions, str(sum(counts)), spread)
+    return table

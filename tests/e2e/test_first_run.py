@@ -1,0 +1,123 @@
+"""A newcomer's first ten minutes: ``make demo`` in a CI log, then the README's commands as typed.
+
+One demo run for the module (``make -o setup demo``: the target's own command, its set-up taken as done), in a
+throwaway home, with its output piped as CI and ``| tee`` pipe it. The README's blocks marked
+``<!-- readme-test: runs after make demo -->`` then run as one shell session over that home, with nothing of
+the virtual environment on the ``PATH``: the README itself must say how ``mesh`` gets there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+DAYS = 7
+"""Enough for the README's backfill ranges (2021-06-04 .. 06-07) to have something to plan."""
+MARKER = "<!-- readme-test: runs after make demo -->"
+BLOCK = re.compile(re.escape(MARKER) + r"\n```bash\n(.*?)```", re.S)
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    home: Path
+    env: dict[str, str]
+    output: str
+    returncode: int
+
+    @property
+    def lines(self) -> list[str]:
+        return self.output.splitlines()
+
+
+def newcomer_env(home: Path) -> dict[str, str]:
+    """A shell as a newcomer's: no Mesh or Dagster settings, no virtual environment, colours on offer."""
+    venv = os.environ.get("VIRTUAL_ENV")
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if not (venv and p.startswith(venv)) and ".venv" not in p]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MESH_", "DAGSTER_", "FORCE_COLOR", "COLUMNS"))}
+    env.update(PATH=os.pathsep.join(path), MESH_HOME=str(home), TERM="xterm-256color")
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    home = tmp_path_factory.mktemp("newcomer") / ".mesh"
+    env = newcomer_env(home)
+    made = subprocess.run(
+        ["make", "-o", "setup", "demo", f"DEMO_ARGS=--days {DAYS}", f"DAGSTER_HOME={home / 'dagster'}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+    return DemoRun(home, env, made.stdout, made.returncode)
+
+
+def test_the_demo_reads_cleanly_in_a_ci_log(demo: DemoRun):
+    assert demo.returncode == 0, demo.output
+    assert "\x1b" not in demo.output, "escape codes in a non-terminal"
+    assert len(demo.lines) < 60, demo.output
+    assert all(len(line) <= 80 for line in demo.lines[:-1]), demo.output  # the last: the log's path, unbroken
+    assert "…" not in demo.output, "a column was cut"
+    assert [line for line in demo.lines if line != line.rstrip()] == []
+
+
+def test_the_demo_shows_each_product_and_its_partitions(demo: DemoRun):
+    """One line per product as it completes; every partitioned product published all its days."""
+    done = dict(re.findall(r"^  (\w+/\w+): (\d+/\d+) partitions$", demo.output, re.M))
+    assert done["food_delivery/orders"] == f"{DAYS}/{DAYS}"
+    assert done["courier/courier_distances"] == f"{2 * DAYS}/{2 * DAYS}"  # two tables
+    assert done["food_delivery/menu_catalog"] == "3/3"  # three unpartitioned tables
+    assert {product.split("/")[0] for product in done} == {"analytics", "central", "courier", "food_delivery", "growth"}
+
+
+def test_the_summary_keeps_its_columns(demo: DemoRun):
+    start = next(i for i, line in enumerate(demo.lines) if line.startswith("Published by the demo"))
+    assert demo.lines[start] == f"Published by the demo (2021-06-01 .. 2021-06-{DAYS:02d})"
+    assert demo.lines[start + 1].split() == ["per"]
+    assert demo.lines[start + 2].split() == ["domain", "/", "table", "partitions", "rows", "partition"]
+    rows = {
+        m[1]: (m[2], int(m[3]))
+        for m in re.finditer(r"^   (\w+) +(\d+|whole) +(\d+)(?: +\d+(?:-\d+)?)? *$", demo.output, re.M)
+    }
+    assert rows["orders"][0] == str(DAYS) and rows["orders"][1] > 0
+    assert rows["orders_7_days"][0] == str(DAYS)
+    assert rows["menus"][0] == "whole" and rows["menus"][1] > 0
+    assert rows["summary_gsc"][0] == "whole"
+
+
+def test_other_tools_logs_go_to_the_named_log_file(demo: DemoRun):
+    log = demo.home / "logs" / "demo.log"
+    assert demo.lines[-1] == f"Full log (dbt, Spark, Dagster): {log}"
+    text = log.read_text()
+    for own in ("Setting default log level", "Running with dbt=", "STEP_SUCCESS"):  # Spark, dbt, Dagster
+        assert own in text
+        assert own not in demo.output
+
+
+def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
+    blocks = BLOCK.findall((ROOT / "README.md").read_text())
+    assert len(blocks) >= 3
+    script = "set -ex\n" + "\n".join(blocks)
+    typed = subprocess.run(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        env=demo.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    assert typed.returncode == 0, typed.stdout
+    assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
+    assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
