@@ -33,6 +33,8 @@ class Alert:
     checks: list[str] = field(default_factory=list)
     run_id: str | None = None
     run_url: str | None = None
+    source: str | None = None
+    """For an alert to a consumer's owners: the ``<domain>.<table>`` whose partitions it concerns."""
 
 
 class AlertNotSent(RuntimeError):
@@ -52,7 +54,8 @@ def payload(alert: Alert) -> dict:
     where = f" partition(s) {', '.join(alert.partitions)}" if alert.partitions else ""
     checks = f" check(s) {', '.join(alert.checks)}" if alert.checks else ""
     link = f" <{alert.run_url}|run>" if alert.run_url else ""
-    text = f"[{alert.domain}/{alert.product}] {alert.kind}: {alert.domain}.{alert.table}{where}{checks}{link}"
+    reads = f" reads {alert.source}" if alert.source else ""
+    text = f"[{alert.domain}/{alert.product}] {alert.kind}: {alert.domain}.{alert.table}{reads}{where}{checks}{link}"
     return {"text": text, "channel": alert.channel, "mesh": asdict(alert)}
 
 

@@ -8,8 +8,8 @@ of some partitions does) get one alert each; with no failed step, every planned 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
@@ -137,11 +137,25 @@ def _alert(table: Table, failed: Failed, run_id: str) -> Alert:
     )
 
 
-def build_failure_sensor(domain: str, tables: Iterable[Table], settings: AlertSettings) -> dg.SensorDefinition | None:
+def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str) -> Alert:
+    """Tells ``consumer``'s owners that partitions of ``table`` they read were refused (and why)."""
+    alert = _alert(consumer, failed, run_id)
+    message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {failed.message}"
+    return replace(alert, kind="input refused", message=message[:MESSAGE_LIMIT], source=table.ref)
+
+
+def build_failure_sensor(
+    domain: str,
+    tables: Iterable[Table],
+    settings: AlertSettings,
+    consumers: Mapping[dg.AssetKey, Sequence[Table]] | None = None,
+) -> dg.SensorDefinition | None:
     """The run-failure sensor alerting the owners of ``tables`` (the domain's tables that runs build); None
     without any. It runs unless alerts are disabled, whatever the automation settings: a manual run's owners
-    are told too."""
+    are told too. When partitions were refused (a failed blocking check, inputs not ready), the owners of the
+    tables that read them (``consumers``, any domain) are told too, once per run."""
     by_key = {t.key: t for t in tables}
+    readers = consumers or {}
     if not by_key:
         return None
 
@@ -156,9 +170,13 @@ def build_failure_sensor(domain: str, tables: Iterable[Table], settings: AlertSe
             table = by_key.get(failed.key)
             if table is None:
                 continue
-            try:
-                send(_alert(table, failed, run_id))
-            except AlertNotSent as exc:  # the next failure must still be told
-                context.log.warning(f"alert to {domain}'s channel failed: {exc}")
+            alerts = [_alert(table, failed, run_id)]
+            if failed.kind != "run failed":
+                alerts += [_consumer_alert(c, table, failed, run_id) for c in readers.get(failed.key, ())]
+            for alert in alerts:
+                try:
+                    send(alert)
+                except AlertNotSent as exc:  # the next failure must still be told
+                    context.log.warning(f"alert to {alert.domain}'s channel failed: {exc}")
 
     return _failure_alerts

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from mesh_assets.cli import commands
+from mesh_assets.cli import commands, trust
 
 console = Console()
 
@@ -78,12 +78,13 @@ def parser() -> argparse.ArgumentParser:
     output = lineage.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="Marquez lineage API shape")
     output.add_argument("--mermaid", action="store_true", help="Mermaid flowchart text")
+    trust.add_parsers(sub)
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handler = getattr(commands, f"cmd_{args.command}")
+    handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
     return int(handler(args, console) or 0)
 
 

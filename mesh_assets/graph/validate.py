@@ -49,6 +49,27 @@ def _check_inputs(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
             field = f"tables.{i}.inputs.{name}"
             domain, table = inp.ref(product.domain)
             info = graph.get(domain, table)
+            own = (domain, table) == (product.domain, out.table)
+            if inp.window.kind == "previous" and not own:
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.window",
+                        f"window 'previous' reads a table's own past: only {product.domain}.{out.table} may use it "
+                        f"here, not {domain}.{table}",
+                    )
+                )
+            if inp.window.kind == "previous" and own and isinstance(t, SqlTransformation):
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.window",
+                        "a SQL product cannot read its own past (its first partition has no table to read); "
+                        "write it in PySpark",
+                    )
+                )
             if info is None:
                 errors.append(_err(product, t.line, field, f"unknown table {domain}.{table}"))
                 continue
@@ -158,7 +179,10 @@ def _cycles(products: list[DataProduct], only: set[str] | None) -> list[SpecErro
         for t in p.transformations:
             node = (p.domain, t.output.table)
             where[node] = p
-            edges.setdefault(node, set()).update(inp.ref(p.domain) for inp in t.inputs.values())
+            # A product reading its own strictly earlier partitions (window ``previous``) is no cycle.
+            edges.setdefault(node, set()).update(
+                ref for inp in t.inputs.values() if (ref := inp.ref(p.domain)) != node or inp.window.kind != "previous"
+            )
     errors, state, stack = [], {}, []
 
     def visit(node: tuple[str, str]) -> None:

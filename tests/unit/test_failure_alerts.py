@@ -70,6 +70,7 @@ def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
         "partitions": [DAY],
         "checks": [],
         "run_id": run.run_id,
+        "source": None,
     }
     assert f"[shop/orders] run failed: shop.orders partition(s) {DAY}" in received[0]["text"]
 
