@@ -13,10 +13,12 @@ from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
+from mesh_assets.alerts.notify import Alert, AlertNotSent, backfill_url, run_url, send
 from mesh_assets.graph.resolve import Table
 from mesh_assets.settings import AlertSettings
 
+BACKFILL_TAG = "dagster/backfill"
+"""The tag Dagster gives every run of a backfill: its id."""
 MESSAGE_LIMIT = 2000
 """A chat message, not a stack trace: the run's link leads to the rest."""
 
@@ -166,6 +168,7 @@ def build_failure_sensor(
     )
     def _failure_alerts(context: dg.RunFailureSensorContext) -> None:
         run_id = context.dagster_run.run_id
+        backfill = context.dagster_run.tags.get(BACKFILL_TAG)
         for failed in failed_assets(context.instance, run_id, context.failure_event):
             table = by_key.get(failed.key)
             if table is None:
@@ -173,6 +176,8 @@ def build_failure_sensor(
             alerts = [_alert(table, failed, run_id)]
             if failed.kind != "run failed":
                 alerts += [_consumer_alert(c, table, failed, run_id) for c in readers.get(failed.key, ())]
+            if backfill:
+                alerts = [replace(a, backfill_url=backfill_url(backfill)) for a in alerts]
             for alert in alerts:
                 try:
                     send(alert)
