@@ -163,7 +163,7 @@ def invalidate(
         subset = pdef.empty_subset().with_partition_key_range(pdef, rng)
     root = _published(instance, key, subset)
     if not root:
-        raise BackfillError(f"{key.to_user_string()} has no published partition in the range; nothing to invalidate")
+        raise BackfillError(f"{key.to_user_string()} has no published partition in the range")
     if subset is not None and pdef is not None:
         subset = pdef.empty_subset().with_partition_keys(root)
     sources = tuple(f"{key.to_user_string()} {p}".rstrip() for p in root if p) or (key.to_user_string(),)
