@@ -30,6 +30,7 @@ from mesh_assets.model.product import (
     Window,
     all_partitions,
     last,
+    previous,
     same,
 )
 from mesh_assets.run.context import ProductContext
@@ -68,5 +69,6 @@ __all__ = [
     "last",
     "mesh_definitions",
     "observe_now",
+    "previous",
     "same",
 ]

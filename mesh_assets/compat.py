@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     import dagster as dg
     from dagster_dbt import DagsterDbtTranslator
 
+DATA_VERSION_TAG = "dagster/data_version"
+"""The tag holding an asset event's data version (``dagster._core.definitions.data_version.DATA_VERSION_TAG``):
+the only way to give one to an ``AssetMaterialization`` reported outside ``MaterializeResult``."""
+
 EXECUTOR_LOGGER = "dagster._core.execution.plan.active"
 """The logger of Dagster's step executor, whose check-gating notice Mesh filters (:mod:`mesh_assets.assets.notices`)."""
 
@@ -45,6 +49,7 @@ def dbt_invocation_params(
 
 
 __all__ = [
+    "DATA_VERSION_TAG",
     "DBT_UNIQUE_ID_METADATA_KEY",
     "EXECUTOR_LOGGER",
     "AssetCheckEvaluationTargetMaterializationData",

@@ -10,7 +10,7 @@ consumes, so one broken domain never takes the others down.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,11 +18,12 @@ import dagster as dg
 
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
-from mesh_assets.assets.outputs import build_output_asset
+from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
 from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
+from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.discovery import DomainSpecs, load_all, load_domain
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.resolve import MeshGraph, Table
@@ -50,7 +51,54 @@ def tool_tables() -> list[Table]:
         return []
 
 
-def _domain_definitions(graph: MeshGraph, domain: str, tool_keys: Iterable[dg.AssetKey]) -> dg.Definitions:
+def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> dg.JobDefinition:
+    """``mesh invalidate`` in the UI: ``<domain>__invalidate`` invalidates a table of the domain (config: table,
+    start, end, reason). ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The
+    backfill package (and Spark) are imported by the run, not when the location loads."""
+    optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
+
+    @dg.op(name=f"{domain}__mark_invalid", config_schema={"table": str, "reason": str, **optional})
+    def _invalidate(context) -> None:  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.backfill import BackfillError, parse_asset_key
+        from mesh_assets.backfill.invalidate import invalidate, notify
+
+        config = context.op_config
+        table = config["table"] if "/" in config["table"] or "." in config["table"] else f"{domain}/{config['table']}"
+        graph = mesh_graph()
+        try:
+            key = parse_asset_key(table, graph)
+            if key.path[0] != domain:
+                raise BackfillError(f"{key.to_user_string()} is not a table of {domain}")
+            marked = invalidate(
+                context.instance,
+                graph,
+                key,
+                config.get("start"),
+                config.get("end"),
+                config["reason"],
+                by=f"run {context.run_id}",
+            )
+        except BackfillError as exc:
+            raise dg.Failure(str(exc)) from None
+        for m in marked:
+            context.log.info(m.describe())
+        for problem in notify(graph, marked, context.run_id):
+            context.log.warning(problem)
+
+    @dg.job(
+        name=f"{domain}__invalidate",
+        description=f"Invalidate published partitions of a {domain} table and mark what read them suspect.",
+        tags={"mesh/invalidation": "true"},
+    )
+    def _job() -> None:
+        _invalidate()
+
+    return _job
+
+
+def _domain_definitions(
+    graph: MeshGraph, domain: str, tool_keys: Iterable[dg.AssetKey], mesh_graph: Callable[[], AssetGraph]
+) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph."""
     nodes = graph.nodes_of(domain)
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]
@@ -62,9 +110,12 @@ def _domain_definitions(graph: MeshGraph, domain: str, tool_keys: Iterable[dg.As
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
     sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
-    if (alerts := build_failure_sensor(domain, built, get_settings().alerts)) is not None:
+    readers = {t.key: [r for r in graph.tables.values() if (t.domain, t.name) in r.inputs] for t in built}
+    if (alerts := build_failure_sensor(domain, built, get_settings().alerts, readers)) is not None:
         sensors.append(alerts)
-    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors)
+    jobs = [job for n in nodes if (job := build_rechecks_job(n)) is not None]
+    jobs += [build_invalidate_job(domain, mesh_graph)] if nodes else []
+    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors, jobs=jobs)
 
 
 def build_definitions(
@@ -84,6 +135,11 @@ def build_definitions(
     errors = validate(domains, only, graph=graph)
     if errors:
         raise SpecValidationError(errors)
+
+    def whole_mesh() -> AssetGraph:
+        """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
+        return build_definitions(domains, extra=extra).resolve_asset_graph()
+
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:
         by_domain.setdefault(key.path[0], []).append(key)
@@ -91,7 +147,7 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = [
-            _domain_definitions(graph, name, by_domain.get(name, []))
+            _domain_definitions(graph, name, by_domain.get(name, []), whole_mesh)
             for name in domains
             if only is None or name in only
         ]

@@ -33,6 +33,10 @@ class Alert:
     checks: list[str] = field(default_factory=list)
     run_id: str | None = None
     run_url: str | None = None
+    source: str | None = None
+    """For an alert to a consumer's owners: the ``<domain>.<table>`` whose partitions it concerns."""
+    backfill_url: str | None = None
+    """The backfill the run was part of, if any."""
 
 
 class AlertNotSent(RuntimeError):
@@ -47,12 +51,18 @@ def run_url(run_id: str) -> str:
     return f"{get_settings().alerts.webserver_url.rstrip('/')}/runs/{run_id}"
 
 
+def backfill_url(backfill_id: str) -> str:
+    return f"{get_settings().alerts.webserver_url.rstrip('/')}/runs/b/{backfill_id}"
+
+
 def payload(alert: Alert) -> dict:
     """A chat-webhook body (``text`` for Slack-compatible receivers) plus the structured alert."""
     where = f" partition(s) {', '.join(alert.partitions)}" if alert.partitions else ""
     checks = f" check(s) {', '.join(alert.checks)}" if alert.checks else ""
     link = f" <{alert.run_url}|run>" if alert.run_url else ""
-    text = f"[{alert.domain}/{alert.product}] {alert.kind}: {alert.domain}.{alert.table}{where}{checks}{link}"
+    link += f" <{alert.backfill_url}|backfill>" if alert.backfill_url else ""
+    reads = f" reads {alert.source}" if alert.source else ""
+    text = f"[{alert.domain}/{alert.product}] {alert.kind}: {alert.domain}.{alert.table}{reads}{where}{checks}{link}"
     return {"text": text, "channel": alert.channel, "mesh": asdict(alert)}
 
 

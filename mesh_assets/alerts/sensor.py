@@ -8,15 +8,17 @@ of some partitions does) get one alert each; with no failed step, every planned 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
+from mesh_assets.alerts.notify import Alert, AlertNotSent, backfill_url, run_url, send
 from mesh_assets.graph.resolve import Table
 from mesh_assets.settings import AlertSettings
 
+BACKFILL_TAG = "dagster/backfill"
+"""The tag Dagster gives every run of a backfill: its id."""
 MESSAGE_LIMIT = 2000
 """A chat message, not a stack trace: the run's link leads to the rest."""
 
@@ -137,11 +139,25 @@ def _alert(table: Table, failed: Failed, run_id: str) -> Alert:
     )
 
 
-def build_failure_sensor(domain: str, tables: Iterable[Table], settings: AlertSettings) -> dg.SensorDefinition | None:
+def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str) -> Alert:
+    """Tells ``consumer``'s owners that partitions of ``table`` they read were refused (and why)."""
+    alert = _alert(consumer, failed, run_id)
+    message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {failed.message}"
+    return replace(alert, kind="input refused", message=message[:MESSAGE_LIMIT], source=table.ref)
+
+
+def build_failure_sensor(
+    domain: str,
+    tables: Iterable[Table],
+    settings: AlertSettings,
+    consumers: Mapping[dg.AssetKey, Sequence[Table]] | None = None,
+) -> dg.SensorDefinition | None:
     """The run-failure sensor alerting the owners of ``tables`` (the domain's tables that runs build); None
     without any. It runs unless alerts are disabled, whatever the automation settings: a manual run's owners
-    are told too."""
+    are told too. When partitions were refused (a failed blocking check, inputs not ready), the owners of the
+    tables that read them (``consumers``, any domain) are told too, once per run."""
     by_key = {t.key: t for t in tables}
+    readers = consumers or {}
     if not by_key:
         return None
 
@@ -152,13 +168,20 @@ def build_failure_sensor(domain: str, tables: Iterable[Table], settings: AlertSe
     )
     def _failure_alerts(context: dg.RunFailureSensorContext) -> None:
         run_id = context.dagster_run.run_id
+        backfill = context.dagster_run.tags.get(BACKFILL_TAG)
         for failed in failed_assets(context.instance, run_id, context.failure_event):
             table = by_key.get(failed.key)
             if table is None:
                 continue
-            try:
-                send(_alert(table, failed, run_id))
-            except AlertNotSent as exc:  # the next failure must still be told
-                context.log.warning(f"alert to {domain}'s channel failed: {exc}")
+            alerts = [_alert(table, failed, run_id)]
+            if failed.kind != "run failed":
+                alerts += [_consumer_alert(c, table, failed, run_id) for c in readers.get(failed.key, ())]
+            if backfill:
+                alerts = [replace(a, backfill_url=backfill_url(backfill)) for a in alerts]
+            for alert in alerts:
+                try:
+                    send(alert)
+                except AlertNotSent as exc:  # the next failure must still be told
+                    context.log.warning(f"alert to {alert.domain}'s channel failed: {exc}")
 
     return _failure_alerts

@@ -17,6 +17,10 @@ def mapping_for(read: Read, output: Grain) -> dg.PartitionMapping | None:
         return dg.AllPartitionMapping()
     if upstream.regions:
         return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DATE)
+    if window.kind == "previous":
+        return dg.TimeWindowPartitionMapping(
+            start_offset=-window.n, end_offset=-1, allow_nonexistent_upstream_partitions=True
+        )
     if window.kind == "last":
         return dg.TimeWindowPartitionMapping(start_offset=-window.lookback, allow_nonexistent_upstream_partitions=True)
     return dg.TimeWindowPartitionMapping(allow_nonexistent_upstream_partitions=True)

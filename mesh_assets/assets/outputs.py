@@ -12,8 +12,11 @@ from dagster import AssetExecutionContext
 
 from mesh_assets.assets.mappings import mapping_for
 from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tags, table_metadata, table_pool
+from mesh_assets.assets.versions import code_version
+from mesh_assets.checks.external import checks_job_name
 from mesh_assets.checks.results import check_specs
 from mesh_assets.graph.resolve import Node
+from mesh_assets.model.checks import VALID
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.storage.resource import MeshResource
 
@@ -36,6 +39,7 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
         partitions_def=table.partitions_def,
         automation_condition=automation_condition,
         freshness_policy=freshness_policy(out),
+        code_version=code_version(node),
     )
 
 
@@ -58,9 +62,28 @@ def build_output_asset(
         can_subset=True,
     )
     def _asset(context: AssetExecutionContext) -> Iterator[Any]:
+        mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
+        if not context.selected_asset_keys:  # the output's checks alone (its checks job)
+            from mesh_assets.run.recheck import recheck
+
+            yield from recheck(context, mesh, node)
+            return
         from mesh_assets.run.pipeline import execute
 
-        mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
         yield from execute(context, mesh, node, consumers)
 
     return _asset
+
+
+def build_rechecks_job(node: Node) -> Any | None:
+    """A job running ``node``'s checks (``valid`` aside) on published partitions, recomputing nothing; None
+    without any such check. The run's ``mesh/check_partitions`` tag names the partitions (see run/recheck.py)."""
+    keys = [s.key for s in check_specs(node.table) if s.name != VALID]
+    if not keys:
+        return None
+    return dg.define_asset_job(
+        checks_job_name(node.table.domain, node.table.name),
+        selection=dg.AssetSelection.checks(*keys),
+        description=f"Re-runs the checks of {node.table.ref} on its published partitions, without recomputing them "
+        "(tag the run mesh/check_partitions=<first>..<last>).",
+    )

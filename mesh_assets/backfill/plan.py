@@ -126,7 +126,7 @@ def planned(graph: AssetGraph, key: dg.AssetKey, subset: PartitionsSubset | None
     return PlannedAsset(key, tuple(subset.get_partition_key_ranges(pdef)), len(subset))
 
 
-def _downstream(
+def downstream_partitions(
     graph: AssetGraph, parent: dg.AssetKey, parent_subset: PartitionsSubset | None, child: dg.AssetKey
 ) -> PartitionsSubset | None:
     """The child's partitions that read ``parent_subset`` (``None`` = the unpartitioned child)."""
@@ -178,7 +178,7 @@ def plan_backfill(
             for child in sorted(readers):
                 if not graph.has(child) or not graph.get(child).is_executable:
                     continue
-                mapped = _downstream(graph, current, reached[current], child)
+                mapped = downstream_partitions(graph, current, reached[current], child)
                 if mapped is not None and mapped.is_empty:
                     continue
                 previous = reached.get(child)

@@ -36,6 +36,7 @@ from mesh_assets.model.checks import (
     SchemaContract,
     SqlAssertion,
     Unique,
+    Valid,
     VolumeAnomaly,
 )
 from mesh_assets.model.partitions import PartitionRange
@@ -259,6 +260,10 @@ class _Evaluation:
         in_run = set(self.keys)
         return {r["k"]: r["count"] for r in rows if r["k"] not in in_run}
 
+    def _valid(self, check: Valid) -> list[CheckOutcome]:
+        """Rows this run computed are valid: only an invalidation fails the check, after publishing."""
+        return [self.outcome(check, k, True) for k in self.keys]
+
     def _schema_contract(self, check: SchemaContract) -> list[CheckOutcome]:
         drift = schema_drift(self.table.contract, self.table.partition_column, self.rows)
         return [self.outcome(check, k, not drift, detail={"drift": drift}) for k in self.keys]
@@ -272,6 +277,7 @@ HANDLERS: dict[type, Callable[[_Evaluation, Any], list[CheckOutcome]]] = {
     RowCount: _Evaluation._row_count,
     VolumeAnomaly: _Evaluation._volume_anomaly,
     SchemaContract: _Evaluation._schema_contract,
+    Valid: _Evaluation._valid,
 }
 """How each kind of check judges the staged rows (``freshness`` is Dagster's: it never runs here)."""
 

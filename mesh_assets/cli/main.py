@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from mesh_assets.cli import commands
+from mesh_assets.cli import commands, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
@@ -22,6 +22,8 @@ EXAMPLES = {
     "rebuild": "mesh rebuild food_delivery/orders --downstream --dry-run",
     "ingest": "mesh ingest --start 2021-06-15T00 --hours 3",
     "lineage": "mesh lineage food_delivery.orders_7_days --upstream --mermaid",
+    "stale": "mesh stale food_delivery/orders",
+    "invalidate": 'mesh invalidate food_delivery/orders --start 2021-06-03 --reason "refunds landed late"',
 }
 """One line per subcommand that runs as typed after ``make demo`` (with ``.venv`` activated), shown in its help."""
 
@@ -108,13 +110,14 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--start", required=True, help="first hour (YYYY-MM-DDTHH)")
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     add_lineage_parser(sub)
+    trust.add_parsers(sub)
     with_examples(root, sub.choices)
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handler = getattr(commands, f"cmd_{args.command}")
+    handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
     return int(handler(args, console) or 0)
 
 

@@ -50,6 +50,9 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
 
     for inp in table.declared:
         ref = f"{inp.domain}.{inp.table}"
+        if inp.window == "previous" and (inp.domain, inp.table) != (table.domain, table.name):
+            own_only = f"only {table.ref} may use it here, not {ref}"
+            err(inp, ".window", f"window 'previous' reads a table's own past: {own_only}")
         info = graph.get(inp.domain, inp.table)
         if info is None:
             err(inp, "", f"unknown table {ref}")
@@ -79,6 +82,17 @@ def _check_transformation_code(product: DataProduct) -> list[SpecError]:
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
             field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
+            for name, inp in t.inputs.items():
+                if inp.window.kind == "previous" and inp.ref(product.domain) == (product.domain, t.output.table):
+                    errors.append(
+                        _err(
+                            product,
+                            inp.line or t.line,
+                            f"tables.{i}.inputs.{name}.window",
+                            "a SQL product cannot read its own past (its first partition has no table to read); "
+                            "write it in PySpark",
+                        )
+                    )
             problem, read = _sql_problem(sql_text(t, product))
             if problem:
                 errors.append(_err(product, t.line, field, problem))
@@ -126,10 +140,17 @@ def _check_sql_checks(product: DataProduct) -> list[SpecError]:
     return errors
 
 
+def _own_past(table: Table) -> set[tuple[str, str]]:
+    """The table itself when it reads itself only through ``previous`` (its strictly earlier partitions): no
+    cycle. A plain self-read still is one."""
+    own = [inp for inp in table.declared if (inp.domain, inp.table) == (table.domain, table.name)]
+    return {(table.domain, table.name)} if own and all(inp.window == "previous" for inp in own) else set()
+
+
 def _cycles(graph: MeshGraph, only: set[str] | None) -> list[SpecError]:
     """Every dependency cycle through a table of ``only`` (default: any), found by an iterative depth-first
     walk so a chain of any depth is walked without recursion."""
-    edges = {key: sorted(set(t.inputs) & graph.tables.keys()) for key, t in graph.tables.items() if t.inputs}
+    edges = {key: sorted((set(t.inputs) & graph.tables.keys()) - _own_past(t)) for key, t in graph.tables.items()}
     errors, state = [], {}
     for root in sorted(edges):
         if root in state:

@@ -88,8 +88,20 @@ class SchemaContract(_Check):
     kind: Literal["schema_contract"] = "schema_contract"
 
 
+class Valid(_Check):
+    """Every product output's built-in blocking check: the partition may be trusted.
+
+    Each run passes it on the partitions it computes; ``mesh invalidate`` fails it on published partitions
+    (and on the partitions computed from them), so their consumers wait until a run publishes them again."""
+
+    kind: Literal["valid"] = "valid"
+
+
+VALID = "valid"
+"""The name of the :class:`Valid` check."""
+
 CheckSpec = Annotated[
-    NotNull | Unique | RowCount | AcceptedValues | SqlAssertion | Freshness | VolumeAnomaly | SchemaContract,
+    NotNull | Unique | RowCount | AcceptedValues | SqlAssertion | Freshness | VolumeAnomaly | SchemaContract | Valid,
     Field(discriminator="kind"),
 ]
 

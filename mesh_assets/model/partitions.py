@@ -58,6 +58,13 @@ class PartitionRange:
         assert step is not None
         return PartitionRange(self.grain, self.start - lookback * step, self.end)
 
+    def before(self, count: int) -> PartitionRange:
+        """The ``count`` partitions before each partition of the range, together (a ``previous`` window):
+        ``start - count`` .. ``end - 1``."""
+        step = self.grain.step
+        assert step is not None
+        return PartitionRange(self.grain, self.start - count * step, self.end - step)
+
     def as_grain(self, grain: Grain) -> PartitionRange:
         """The same time span in partitions of ``grain`` (a day's 24 hours, or an hour's day)."""
         if grain is self.grain:

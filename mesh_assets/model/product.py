@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mesh_assets.compat import is_valid_cron_schedule
-from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract
+from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.names import Identifier, split_table_ref
 
@@ -48,28 +48,36 @@ class Column(Strict):
 class Window(Strict):
     """Which input partitions one output partition reads.
 
-    ``same``: the same partition; ``last``: the ``n`` partitions ending on it; ``all``: the whole table.
-    YAML accepts ``same``, ``all``, ``last_7`` or ``{last: 7}``.
+    ``same``: the same partition; ``last``: the ``n`` partitions ending on it; ``previous``: the ``n``
+    partitions before it (a product reading its own past); ``all``: the whole table.
+    YAML accepts ``same``, ``all``, ``last_7``, ``previous_1``, ``{last: 7}`` or ``{previous: 1}``.
     """
 
-    kind: Literal["same", "last", "all"] = "same"
+    kind: Literal["same", "last", "previous", "all"] = "same"
     n: int = Field(default=1, ge=1, le=3660)
 
     @model_validator(mode="before")
     @classmethod
     def _coerce(cls, value: Any) -> Any:
         if isinstance(value, str):
-            if value.startswith("last_") and value[5:].isdigit():
-                return {"kind": "last", "n": int(value[5:])}
+            for kind in ("last", "previous"):
+                if value.startswith(f"{kind}_") and value[len(kind) + 1 :].isdigit():
+                    return {"kind": kind, "n": int(value[len(kind) + 1 :])}
             return {"kind": value}
-        if isinstance(value, dict) and set(value) == {"last"}:
-            return {"kind": "last", "n": value["last"]}
+        if isinstance(value, dict) and len(value) == 1 and set(value) <= {"last", "previous"}:
+            [(kind, n)] = value.items()
+            return {"kind": kind, "n": n}
         return value
 
     @property
     def lookback(self) -> int:
         """Partitions before the current one that are read too."""
-        return self.n - 1 if self.kind == "last" else 0
+        return {"last": self.n - 1, "previous": self.n}.get(self.kind, 0)
+
+    @property
+    def skips_current(self) -> bool:
+        """The window ends before the partition being computed (``previous``)."""
+        return self.kind == "previous"
 
 
 def same() -> Window:
@@ -78,6 +86,11 @@ def same() -> Window:
 
 def last(n: int) -> Window:
     return Window(kind="last", n=n)
+
+
+def previous(n: int = 1) -> Window:
+    """The ``n`` partitions before the one being computed: a product's own past (running totals)."""
+    return Window(kind="previous", n=n)
 
 
 def all_partitions() -> Window:
@@ -236,10 +249,13 @@ class DataProduct(Strict):
 
 def checks_of(table: Output | ExternalTable) -> list[CheckSpec]:
     """The table's checks as they run and show in Dagster: the declared ones but ``freshness`` (Dagster's
-    freshness policy judges that), plus a blocking schema contract when a contract is declared."""
+    freshness policy judges that), plus a blocking schema contract when a contract is declared, and an output's
+    built-in ``valid`` check (what invalidation fails)."""
     checks = [c for c in table.checks if not isinstance(c, Freshness)]
     if table.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
         checks.append(SchemaContract())
+    if isinstance(table, Output) and not any(isinstance(c, Valid) for c in checks):
+        checks.append(Valid())
     return checks
 
 

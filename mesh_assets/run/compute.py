@@ -21,12 +21,17 @@ from mesh_assets.run.readiness import input_range
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 
 
-def read_window(spark: SparkSession, registry: TableRegistry, read: Read, part: PartitionRange | None) -> DataFrame:
-    """The input's rows that ``part``'s window reads (the whole table for ``all`` or an unpartitioned input)."""
+def read_window(
+    spark: SparkSession, registry: TableRegistry, read: Read, part: PartitionRange | None
+) -> DataFrame | None:
+    """The input's rows that ``part``'s window reads (the whole table for ``all`` or an unpartitioned input);
+    None for a product's own past before its table's first write (its first partition reads nothing)."""
     upstream = read.table
     try:
         df = spark.table(registry.register(spark, upstream.domain, upstream.name))
     except TableNotFoundError as exc:
+        if read.input.window.skips_current:
+            return None
         raise dg.Failure(description=f"input {upstream.ref} has never been published: {exc}") from None
     rng = input_range(read.input, upstream, part)
     if rng is None:
@@ -67,7 +72,9 @@ def transform(
         views = {}
         for read in node.reads:
             views[(read.table.domain, read.table.name)] = view = view_name(read.table.domain, read.table.name)
-            frames[read.name].createOrReplaceTempView(view)
+            frame = frames[read.name]
+            assert frame is not None  # governance: a SQL product never reads its own past
+            frame.createOrReplaceTempView(view)
         args = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}

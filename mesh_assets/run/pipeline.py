@@ -18,7 +18,7 @@ from mesh_assets.lineage.capture import Reads, observed_reads
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.compute import compute
 from mesh_assets.run.hooks import run_hooks
-from mesh_assets.run.publish import RunOutcome, publish
+from mesh_assets.run.publish import RunOutcome, merged, publish
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.storage.resource import MeshResource
@@ -35,12 +35,39 @@ def partition_range(context: dg.AssetExecutionContext, table: Table) -> Partitio
     return PartitionRange.from_keys(table.grain, keys.start, keys.end)
 
 
+def reads_own_past(node: Node) -> bool:
+    """The product reads its own earlier partitions (a ``previous`` window on its own table)."""
+    return any(read.table.key == node.table.key and read.input.window.skips_current for read in node.reads)
+
+
 def run_output(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> RunOutcome:
-    """Compute, stage, check and publish one output for the run's partition(s)."""
+    """Compute, stage, check and publish one output for the run's partition(s).
+
+    A product that reads its own past computes a range partition by partition, in order, each one published
+    (one commit each) before the next reads it."""
     part = partition_range(context, node.table)
-    blocked = unready_partitions(context.instance, node, part)
+    if part is None or len(part.values()) == 1 or not reads_own_past(node):
+        return _run(context, mesh, node, consumers, part)
+    done: list[str] = []
+    outcomes = []
+    for value in part.values():
+        outcome = _run(context, mesh, node, consumers, part.single(value), done)
+        done += list(outcome.result.partition_rows) if outcome.result else []
+        outcomes.append(outcome)
+    return merged(part, outcomes)
+
+
+def _run(
+    context: dg.AssetExecutionContext,
+    mesh: MeshResource,
+    node: Node,
+    consumers: tuple[str, ...],
+    part: PartitionRange | None,
+    earlier: list[str] | None = None,
+) -> RunOutcome:
+    blocked = unready_partitions(context.instance, node, part, earlier or ())
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
         return RunOutcome(None, part, [], {}, blocked=blocked)

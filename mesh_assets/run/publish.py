@@ -39,6 +39,31 @@ class RunOutcome:
     """Partitions not computed because an input partition they read is not published or not checked."""
 
 
+def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
+    """The outcomes of a range computed partition by partition, as one run's (the last commit's version)."""
+    results = [o.result for o in outcomes if o.result is not None]
+    result = None
+    if results:
+        result = WriteResult(
+            location=results[-1].location,
+            version=results[-1].version,
+            rows=sum(r.rows for r in results),
+            partition_rows={k: n for r in results for k, n in r.partition_rows.items()},
+            schema=results[-1].schema,
+        )
+    observed = [o.reads for o in outcomes if o.reads is not None]
+    return RunOutcome(
+        result,
+        part,
+        [c for o in outcomes for c in o.outcomes],
+        {k: v for o in outcomes for k, v in o.failed.items()},
+        reads=sorted({r for reads in observed for r in reads}) if observed else None,
+        undeclared_reads=tuple(sorted({r for o in outcomes for r in o.undeclared_reads})),
+        undeclared_names=tuple(sorted({n for o in outcomes for n in o.undeclared_names})),
+        blocked={k: v for o in outcomes for k, v in o.blocked.items()},
+    )
+
+
 class RowsOutsidePartitions(dg.Failure):
     """The computation returned rows of partitions the run does not write: nothing is committed."""
 

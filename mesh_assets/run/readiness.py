@@ -29,6 +29,8 @@ def input_range(inp: Input, upstream: Table, part: PartitionRange | None) -> Par
     """The upstream partitions one output range reads, or None for the whole table."""
     if part is None or not upstream.grain.partitioned or inp.window.kind == "all":
         return None
+    if inp.window.skips_current:
+        return part.before(inp.window.n).as_grain(upstream.grain)
     return part.widen(inp.window.lookback).as_grain(upstream.grain)
 
 
@@ -73,9 +75,13 @@ class _Input:
             self.checks = {(i.check_key.name, i.partition_key): i for i in infos}
         self.check_names = checks
 
-    def problems(self, keys: list[str] | None) -> list[str]:
-        """Why the input partitions ``keys`` (None: the whole table) may not be read yet."""
+    def problems(self, keys: list[str] | None, earlier: set[str]) -> list[str]:
+        """Why the input partitions ``keys`` (None: the whole table) may not be read yet; ``earlier`` are
+        partitions this run itself published before (a product's own past, computed in order)."""
         ref = self.upstream.ref
+        keys = None if keys is None else [k for k in keys if k not in earlier]
+        if keys == []:
+            return []
         if not self.ever_published:
             return [f"{ref} (never published)"]
         if keys is None:
@@ -108,14 +114,18 @@ class _Input:
 
 
 def unready_partitions(
-    instance: dg.DagsterInstance, node: Node, part: PartitionRange | None
+    instance: dg.DagsterInstance, node: Node, part: PartitionRange | None, earlier: Iterable[str] = ()
 ) -> dict[str | None, list[str]]:
-    """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons."""
-    return unready(instance, [(read.input, read.table) for read in node.reads], part)
+    """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons;
+    ``earlier``: its own partitions this run already published (read by a ``previous`` window)."""
+    return unready(instance, [(read.input, read.table) for read in node.reads], part, earlier)
 
 
 def unready(
-    instance: dg.DagsterInstance, reads: Iterable[tuple[Input, Table]], part: PartitionRange | None
+    instance: dg.DagsterInstance,
+    reads: Iterable[tuple[Input, Table]],
+    part: PartitionRange | None,
+    earlier: Iterable[str] = (),
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
 
@@ -123,12 +133,13 @@ def unready(
     read unpublished or unchecked data.
     """
     outputs: list[PartitionRange | None] = [None] if part is None else [part.single(v) for v in part.values()]
+    done = set(earlier)
     refused: dict[str | None, list[str]] = {}
     for inp, upstream in reads:
         windows = {p.grain.key(p.start) if p else None: window_keys(inp, upstream, p) for p in outputs}
         every = None if any(k is None for k in windows.values()) else {k for keys in windows.values() for k in keys}
         known = _Input(instance, inp, upstream, every)
         for output_key, keys in windows.items():
-            if problems := known.problems(keys):
+            if problems := known.problems(keys, done if inp.window.skips_current else set()):
                 refused.setdefault(output_key, []).extend(problems)
     return {k: sorted(set(v)) for k, v in refused.items()}

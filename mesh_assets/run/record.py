@@ -1,5 +1,8 @@
 """What a run records in Dagster: the materializations it published, then check results pointing at them,
-and, when partitions were refused, an observation naming them and a failure naming each reason."""
+and, when partitions were refused, an observation naming them and a failure naming each reason.
+
+Each materialization carries its partition's data version: the Delta commit that published it. Dagster
+compares it with what each consumer partition read (its provenance) to tell which partitions are stale."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from mesh_assets.checks.results import evaluation, run_targets
+from mesh_assets.compat import DATA_VERSION_TAG
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from mesh_assets.graph.resolve import Node
     from mesh_assets.run.publish import RunOutcome
+    from mesh_assets.storage.writer import WriteResult
 
 
 class PartitionsRefused(dg.Failure):
@@ -35,6 +40,11 @@ def table_schema(schema: StructType) -> dg.TableSchema:
             for f in schema.fields
         ]
     )
+
+
+def data_version(result: WriteResult) -> dg.DataVersion:
+    """The version of the partitions one commit published: the commit's Delta version."""
+    return dg.DataVersion(f"delta-v{result.version}")
 
 
 def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
@@ -62,9 +72,10 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
     if outcome.failed or outcome.blocked:
         refused, problems = refusals(outcome)
         published = list(result.partition_rows.items()) if result else []
+        tags = {DATA_VERSION_TAG: data_version(result).value} if result else {}
         for partition, rows in published:
             yield dg.AssetMaterialization(
-                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}
+                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}, tags=tags
             )
         targets = run_targets(context.instance, key, run_id, [p for p, _ in published]) if published else {}
         for check_outcome in outcome.outcomes:
@@ -85,7 +96,7 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
         common["dagster/row_count"] = result.rows
     elif len(result.partition_rows) > 1:
         common["run_row_count"] = result.rows
-    yield dg.MaterializeResult(asset_key=key, metadata=common)
+    yield dg.MaterializeResult(asset_key=key, metadata=common, data_version=data_version(result))
     targets = run_targets(context.instance, key, run_id, list(result.partition_rows) or [None])
     for check_outcome in outcome.outcomes:
         context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))

@@ -220,12 +220,20 @@ def test_failed_blocking_check_alerts_the_domain_channel(qa, webhook):
     result = qa.run(CLEAN, day)
     assert not result.success
     alert_failed_run(qa.defs, qa.instance, result.run_id, "qa")  # as the daemon does once the run failed
-    assert len(received) == 1
-    alert = received[0]["mesh"]
-    assert (alert["domain"], alert["product"], alert["table"]) == ("qa", "events", "clean_events")
+    told = {body["mesh"]["table"]: body for body in received}
+    assert len(received) == len(told) == 3  # the producer, and each table that reads the refused day
+    alert = told["clean_events"]["mesh"]
+    assert (alert["kind"], alert["domain"], alert["product"]) == ("blocking check failed", "qa", "events")
     assert alert["partitions"] == [day] and alert["checks"] == ["not_null_id"]
     assert alert["channel"] == "#qa" and alert["run_url"].endswith(f"/runs/{result.run_id}")
-    assert "qa.clean_events" in received[0]["text"] and day in received[0]["text"]
+    assert "qa.clean_events" in told["clean_events"]["text"] and day in told["clean_events"]["text"]
+    for reader in ("daily_totals", "daily_totals_lenient"):
+        told_reader = told[reader]["mesh"]
+        assert (told_reader["kind"], told_reader["source"], told_reader["partitions"]) == (
+            "input refused",
+            "qa.clean_events",
+            [day],
+        )
 
 
 def test_check_results_point_at_the_materialization_they_checked(qa):

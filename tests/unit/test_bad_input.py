@@ -78,7 +78,12 @@ def test_a_product_cannot_write_another_domains_table(errors):
 def test_malformed_checks_windows_and_columns_are_refused(errors):
     injected = "DROP TABLE sales.orders"
     assert [e for e in errors if e.file.endswith("/checks.yaml")] == [
-        E("checks.yaml", 6, "tables.0.inputs.orders.window.kind", "Input should be 'same', 'last' or 'all'"),
+        E(
+            "checks.yaml",
+            6,
+            "tables.0.inputs.orders.window.kind",
+            "Input should be 'same', 'last', 'previous' or 'all'",
+        ),
         E(
             "checks.yaml",
             7,

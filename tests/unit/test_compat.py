@@ -165,3 +165,14 @@ def test_no_module_but_compat_uses_dagster_internals():
                 names.append(node.value)
             found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.startswith(PRIVATE)]
     assert found == []
+
+
+def test_the_data_version_tag_is_dagsters():
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    assert compat.DATA_VERSION_TAG == DATA_VERSION_TAG
+    with dg.DagsterInstance.ephemeral() as instance:
+        event = dg.AssetMaterialization(RAW, partition="2021-06-01", tags={compat.DATA_VERSION_TAG: "delta-v3"})
+        instance.report_runless_asset_event(event)
+        [record] = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=RAW), limit=1).records
+        assert record.asset_materialization.tags[DATA_VERSION_TAG] == "delta-v3"

@@ -70,6 +70,8 @@ def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
         "partitions": [DAY],
         "checks": [],
         "run_id": run.run_id,
+        "source": None,
+        "backfill_url": None,
     }
     assert f"[shop/orders] run failed: shop.orders partition(s) {DAY}" in received[0]["text"]
 
@@ -83,6 +85,7 @@ def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Pa
         resources={"mesh": MeshResource(warehouse=str(tmp_path / "warehouse"))},
         selection=[ORDERS],
         partition_key=DAY,
+        tags={"dagster/backfill": "bkfl0001"},  # one run of a backfill
         raise_on_error=False,
     )
     assert not result.success
@@ -91,6 +94,7 @@ def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Pa
     alert_failed_run(defs, instance, result.run_id, "shop")
     [alert] = [body["mesh"] for body in received]
     assert (alert["kind"], alert["partitions"], alert["checks"]) == ("inputs not ready", [DAY], [])
+    assert alert["backfill_url"].endswith("/runs/b/bkfl0001") and "|backfill>" in received[0]["text"]
     assert (
         alert["message"]
         == f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published)"

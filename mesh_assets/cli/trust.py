@@ -1,0 +1,80 @@
+"""``mesh stale`` and ``mesh invalidate``: what consumers may trust, after the fact."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from mesh_assets.settings import get_settings
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    stale = sub.add_parser(
+        "stale",
+        help="published partitions whose inputs were re-published or whose code changed since they were computed",
+        description="Asks the Dagster webserver (the dagster.url setting; `make dev` serves one) for the staleness "
+        "the UI shows, for every published partition of the table, or of every table of the mesh. Exits 1 when "
+        "any partition is stale.",
+    )
+    stale.add_argument("asset", nargs="?", help="<domain>/<table> or <domain>.<table> (default: every table)")
+    stale.set_defaults(handler=cmd_stale)
+    invalidate = sub.add_parser(
+        "invalidate",
+        help="mark published partitions invalid, and every partition computed from them suspect",
+        description="Fails the built-in `valid` check of the table's published partitions in the range (with the "
+        "reason) and of every published partition downstream that read them: their consumers wait, as for any "
+        "failed blocking check, until a run or backfill publishes them again. Needs only the instance.",
+    )
+    invalidate.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
+    invalidate.add_argument("--start", help="first partition (YYYY-MM-DD); omit for an unpartitioned table")
+    invalidate.add_argument("--end", help="last partition (default: --start)")
+    invalidate.add_argument("--reason", required=True, help="why: the owners of every consumer read it")
+    invalidate.set_defaults(handler=cmd_invalidate)
+
+
+def cmd_stale(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.backfill import BackfillError, Webserver, WebserverError, parse_asset_key
+    from mesh_assets.backfill.stale import stale_partitions
+    from mesh_assets.cli.commands import persistent_instance
+    from mesh_assets.definitions import mesh_definitions
+
+    graph = mesh_definitions().resolve_asset_graph()
+    try:
+        keys = [parse_asset_key(args.asset, graph)] if args.asset else sorted(graph.materializable_asset_keys)
+    except BackfillError as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    settings = get_settings().dagster
+    with persistent_instance() as instance:
+        try:
+            stale = stale_partitions(Webserver(settings.url, settings.timeout_seconds), instance, keys)
+        except WebserverError as exc:
+            console.print(f"[red]error[/red] {exc}", highlight=False)
+            return 2
+    for partition in stale:
+        console.print(partition.describe(), highlight=False, soft_wrap=True)
+    console.print(f"{len(stale)} stale partition(s)" if stale else "Nothing is stale.")
+    return 1 if stale else 0
+
+
+def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.backfill import BackfillError
+    from mesh_assets.backfill.invalidate import invalidate, notify
+    from mesh_assets.cli.commands import persistent_instance
+    from mesh_assets.definitions import mesh_definitions
+
+    graph = mesh_definitions().resolve_asset_graph()
+    with persistent_instance() as instance:
+        try:
+            marked = invalidate(instance, graph, args.asset, args.start, args.end, args.reason)
+        except BackfillError as exc:
+            console.print(f"[red]error[/red] {exc}; nothing marked", highlight=False)
+            return 2
+    for m in marked:
+        console.print(m.describe(), highlight=False, soft_wrap=True)
+    for problem in notify(graph, marked):
+        console.print(f"[yellow]warning[/yellow] {problem}", highlight=False)
+    root = marked[0].key.to_user_string()
+    console.print(f"Re-run or backfill {root} over the range to clear the marks (`mesh backfill {root} ...`).")
+    return 0
