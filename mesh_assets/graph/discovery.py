@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mesh_assets.graph import yaml_lines
+from mesh_assets.graph import component_specs, yaml_lines
 from mesh_assets.model.author import Product, loading
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.names import IDENTIFIER
@@ -65,7 +65,7 @@ def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, 
     return out
 
 
-def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[DataProduct], list[SpecError]]:
     try:
         data, lines = yaml_lines.load(path)
     except Exception as exc:  # yaml.YAMLError carries its own line
@@ -73,6 +73,8 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
         return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
     if not isinstance(data, dict):
         return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
+    if at:
+        data, lines = component_specs.within(data, lines, at)
     if data.get("domain", domain) != domain:
         return [], [
             SpecError(
@@ -117,6 +119,24 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
     except ValidationError as exc:
         return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
     return ([product] if not errors else []), errors
+
+
+COMPONENT_TYPE = "mesh_assets.DataProduct"
+DEFS_FOLDER = "defs"
+"""Where a domain keeps its Dagster component instances: ``defs/<name>/defs.yaml``."""
+
+
+def _load_components(folder: Path) -> tuple[list[DataProduct], list[SpecError]]:
+    """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
+    validated (and reported with file, line and field) exactly as a product's YAML file is."""
+    products: list[DataProduct] = []
+    errors: list[SpecError] = []
+    for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
+        if component_specs.component_type(path) == COMPONENT_TYPE:
+            loaded = _load_yaml(path, folder.name, at=("attributes",))
+            products.extend(loaded[0])
+            errors.extend(loaded[1])
+    return products, errors
 
 
 def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
@@ -166,6 +186,7 @@ def load_domain(folder: Path) -> DomainSpecs:
     if not IDENTIFIER.match(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
+    specs.products, specs.errors = _load_components(folder)
     for path in sorted(folder.iterdir()):
         loaded: tuple[list[DataProduct], list[SpecError]]
         if path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_"):
