@@ -28,7 +28,7 @@ from mesh_assets.checks.external import build_external_checks
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
-from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.model.errors import SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import get_settings
 from mesh_assets.storage.resource import MeshResource
@@ -69,7 +69,8 @@ _RESOLVING: ContextVar[MeshGraph | None] = ContextVar("mesh_resolving", default=
 
 
 def _from_component(product: DataProduct) -> bool:
-    return product.source_file is not None and product.source_file.parent.parent.name == DEFS_FOLDER
+    source = product.source_file
+    return source is not None and source.name == "defs.yaml" and DEFS_FOLDER in source.parent.parts
 
 
 def _component_definitions(graph: MeshGraph, folder: Path) -> dg.Definitions:
@@ -96,12 +97,14 @@ def _component_definitions(graph: MeshGraph, folder: Path) -> dg.Definitions:
 
 
 def component_definitions(spec_file: Path) -> dg.Definitions:
-    """The definitions of the product a component file declares, from the mesh being resolved (or, when the
-    component is loaded on its own, from its domain resolved now)."""
+    """The definitions of the product a component file declares, from the mesh its domain's code location
+    (:func:`domain_definitions`) resolved: a product's assets need the other domains' tables."""
     graph = _RESOLVING.get()
     if graph is None:
-        folder = spec_file.resolve().parent.parent.parent
-        graph = _resolved(load_all(folder.parent), {folder.name}, tool_tables())
+        raise dg.DagsterInvalidDefinitionError(
+            f"{relative(spec_file)}: a mesh_assets.DataProduct loads through its domain's definitions.py "
+            "(domain_definitions), which resolves the mesh first"
+        )
     spec_file = spec_file.resolve()
     product = next(p for p in graph.products if p.source_file is not None and p.source_file.resolve() == spec_file)
     return _product_definitions(graph, product)
@@ -113,7 +116,7 @@ def _domain_definitions(
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
     are built by their components."""
     parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
-    if (folder / DEFS_FOLDER).is_dir():
+    if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
         parts.append(_component_definitions(graph, folder))
     nodes = graph.nodes_of(domain)
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]

@@ -21,6 +21,27 @@ class ContactSpec(dg.Model):
     value: str
 
 
+class ProductScaffolder(dg.Scaffolder):
+    """``dg scaffold defs mesh_assets.DataProduct <name>``: a product that passes validation as it is, owned by
+    the domain's team, for its tables to be added."""
+
+    def scaffold(self, request: dg.ScaffoldRequest) -> None:
+        domain = request.project_root.name if request.project_root else request.target_path.parent.parent.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": request.target_path.name,
+                "description": "",
+                "owner": f"team:{domain}",
+                "tier": "t3",
+                "classification": "l1",
+                "contacts": [{"kind": "chat", "value": f"#{domain}"}],
+                "tables": [],
+            },
+        )
+
+
+@dg.scaffold_with(ProductScaffolder)
 class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     """A domain's data product: tables with one owner, tier and classification, each produced by SQL or landed
     outside Mesh (``external``)."""
