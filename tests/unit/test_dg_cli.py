@@ -54,3 +54,14 @@ def test_a_broken_spec_fails_dg_check_defs_with_the_file_line_and_field(tmp_path
     assert result.returncode == 1
     assert "defs/summary_gsc/defs.yaml:5: owner: String should match pattern" in result.stdout + result.stderr
     assert "pydantic_core" not in result.stdout + result.stderr
+
+
+def test_dg_gives_editors_the_product_schema() -> None:
+    result = dg(
+        ROOT / "domains" / "growth", "utils", "inspect-component", "mesh_assets.DataProduct", "--defs-yaml-json-schema"
+    )
+    assert result.returncode == 0, result.stderr
+    attributes = json.loads(result.stdout)["properties"]["attributes"]
+    assert attributes["required"] == ["name", "owner", "contacts"]
+    assert {"tables", "external", "start_date", "cron"} <= set(attributes["properties"])
+    assert attributes["properties"]["tier"]["anyOf"][0]["enum"] == ["t1", "t2", "t3"]
