@@ -7,6 +7,7 @@ Domain teams import from here and nowhere else::
 
 from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
+from mesh_assets.components import DataProduct
 from mesh_assets.definitions import dbt_definitions, domain_definitions, executable_assets, mesh_definitions
 from mesh_assets.engine.session import get_spark
 from mesh_assets.model.author import Product, chat, email
@@ -42,6 +43,7 @@ __all__ = [
     "AcceptedValues",
     "Column",
     "Contact",
+    "DataProduct",
     "ExternalTable",
     "Freshness",
     "Grain",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -24,11 +26,12 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
-from mesh_assets.graph.discovery import DomainSpecs, load_all, load_domain
+from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all, load_domain
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
-from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.model.errors import SpecValidationError, relative
+from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import get_settings
 from mesh_assets.storage.resource import MeshResource
 
@@ -96,18 +99,78 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> d
     return _job
 
 
-def _domain_definitions(
-    graph: MeshGraph, domain: str, tool_keys: Iterable[dg.AssetKey], mesh_graph: Callable[[], AssetGraph]
-) -> dg.Definitions:
-    """One domain's assets, checks and sensors, from the resolved graph."""
-    nodes = graph.nodes_of(domain)
-    external = [t for t in graph.tables.values() if t.domain == domain and t.external]
-    products = {p.name: p for p in graph.products_of(domain)}
+def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitions:
+    """One product's assets (its outputs and its external tables' specs) and its external tables' checks."""
+    key = (product.domain, product.name)
+    nodes = [n for n in graph.nodes_of(product.domain) if (n.product.domain, n.product.name) == key]
+    external = [t for t in graph.tables.values() if (t.domain, t.product) == key and t.external]
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
         build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
     ]
-    assets += [external_spec(products[t.product], t) for t in external]
+    assets += [external_spec(product, t) for t in external]
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
+    return dg.Definitions(assets=assets, asset_checks=checks)
+
+
+_RESOLVING: ContextVar[MeshGraph | None] = ContextVar("mesh_resolving", default=None)
+
+
+def _from_component(product: DataProduct) -> bool:
+    source = product.source_file
+    return source is not None and source.name == "defs.yaml" and DEFS_FOLDER in source.parent.parts
+
+
+def _component_definitions(graph: MeshGraph, folder: Path) -> dg.Definitions:
+    """Everything the components in ``folder/defs`` build (products among them, from ``graph``), loaded by
+    Dagster's component tree under a module name of this domain's own, so domains never share one."""
+    folder = folder.resolve()
+    module = ModuleType(f"mesh_domains.{folder.name}.{DEFS_FOLDER}")
+    module.__path__ = [str(folder / DEFS_FOLDER)]
+    module.__file__ = str(folder / DEFS_FOLDER / "__init__.py")
+    token = _RESOLVING.set(graph)
+    try:
+        built = dg.ComponentTree(defs_module=module, project_root=folder, code_location_name=folder.name).build_defs()
+    finally:
+        _RESOLVING.reset(token)
+    # What the tree built, without the tree: the whole mesh merges several domains, and Dagster merges one tree.
+    return dg.Definitions(
+        assets=built.assets,
+        asset_checks=built.asset_checks,
+        schedules=built.schedules,
+        sensors=built.sensors,
+        jobs=built.jobs,
+        resources=built.resources,
+    )
+
+
+def component_definitions(spec_file: Path) -> dg.Definitions:
+    """The definitions of the product a component file declares, from the mesh its domain's code location
+    (:func:`domain_definitions`) resolved: a product's assets need the other domains' tables."""
+    graph = _RESOLVING.get()
+    if graph is None:
+        raise dg.DagsterInvalidDefinitionError(
+            f"{relative(spec_file)}: a mesh_assets.DataProduct loads through its domain's definitions.py "
+            "(domain_definitions), which resolves the mesh first"
+        )
+    spec_file = spec_file.resolve()
+    product = next(p for p in graph.products if p.source_file is not None and p.source_file.resolve() == spec_file)
+    return _product_definitions(graph, product)
+
+
+def _domain_definitions(
+    graph: MeshGraph,
+    domain: str,
+    folder: Path,
+    tool_keys: Iterable[dg.AssetKey],
+    mesh_graph: Callable[[], AssetGraph],
+) -> dg.Definitions:
+    """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
+    are built by their components."""
+    parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
+    if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
+        parts.append(_component_definitions(graph, folder))
+    nodes = graph.nodes_of(domain)
+    external = [t for t in graph.tables.values() if t.domain == domain and t.external]
     sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: [r for r in graph.tables.values() if (t.domain, t.name) in r.inputs] for t in built}
@@ -115,7 +178,16 @@ def _domain_definitions(
         sensors.append(alerts)
     jobs = [job for n in nodes if (job := build_rechecks_job(n)) is not None]
     jobs += [build_invalidate_job(domain, mesh_graph)] if nodes else []
-    return dg.Definitions(assets=assets, asset_checks=checks, sensors=sensors, jobs=jobs)
+    return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
+
+
+def _resolved(domains: dict[str, DomainSpecs], only: set[str] | None, extra: list[Table]) -> MeshGraph:
+    """The mesh resolved, once every product of ``only`` (default: every domain) passed governance."""
+    graph = MeshGraph(domains, extra)
+    errors = validate(domains, only, graph=graph)
+    if errors:
+        raise SpecValidationError(errors)
+    return graph
 
 
 def build_definitions(
@@ -131,10 +203,7 @@ def build_definitions(
     """
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
-    graph = MeshGraph(domains, extra)
-    errors = validate(domains, only, graph=graph)
-    if errors:
-        raise SpecValidationError(errors)
+    graph = _resolved(domains, only, extra)
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
@@ -147,8 +216,8 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = [
-            _domain_definitions(graph, name, by_domain.get(name, []), whole_mesh)
-            for name in domains
+            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh)
+            for name, specs in domains.items()
             if only is None or name in only
         ]
     return dg.Definitions.merge(*parts, dg.Definitions(resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR))

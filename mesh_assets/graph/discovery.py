@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mesh_assets.graph import yaml_lines
+from mesh_assets.graph import component_specs, yaml_lines
 from mesh_assets.graph.rules import product_errors
 from mesh_assets.model.author import Product, loading
 from mesh_assets.model.errors import SpecError, relative
@@ -76,7 +76,7 @@ def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
     return inputs
 
 
-def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[DataProduct], list[SpecError]]:
     try:
         data, lines = yaml_lines.load(path)
     except yaml_lines.SpecRefused as exc:
@@ -86,6 +86,8 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
         return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
     if not isinstance(data, dict):
         return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
+    if at:
+        data, lines = component_specs.within(data, lines, at)
     if data.get("domain", domain) != domain:
         return [], [
             SpecError(
@@ -132,6 +134,24 @@ def _load_yaml(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecErr
     except ValidationError as exc:
         return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
     return ([product] if not errors else []), errors + product_errors(product, lines)
+
+
+COMPONENT_TYPE = "mesh_assets.DataProduct"
+DEFS_FOLDER = "defs"
+"""Where a domain keeps its Dagster component instances: ``defs/<name>/defs.yaml``."""
+
+
+def _load_components(folder: Path) -> tuple[list[DataProduct], list[SpecError]]:
+    """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
+    validated (and reported with file, line and field) exactly as a product's YAML file is."""
+    products: list[DataProduct] = []
+    errors: list[SpecError] = []
+    for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
+        if component_specs.component_type(path) == COMPONENT_TYPE:
+            loaded = _load_yaml(path, folder.name, at=("attributes",))
+            products.extend(loaded[0])
+            errors.extend(loaded[1])
+    return products, errors
 
 
 def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
@@ -192,6 +212,7 @@ def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: N
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
+    specs.products, specs.errors = _load_components(folder)
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"backfill"},
     {"dbt"},
     {"definitions"},
+    {"components"},
     {"__init__", "cli"},
 ]
 """Bottom to top: a part may import its own modules and those of parts below it, never above."""

@@ -1,4 +1,5 @@
-"""``mesh validate`` and ``mesh list`` on fixture meshes and on the real ``domains/`` folder."""
+"""``mesh validate`` and ``mesh list`` on fixture meshes and on the real ``domains/`` folder (``cross_domain``: a
+product declared as a Dagster component feeds a Python product of another domain)."""
 
 from __future__ import annotations
 
