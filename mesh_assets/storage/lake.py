@@ -51,4 +51,3 @@ def open_table(location: str, s3: S3Settings, version: int | None = None, files:
         return DeltaTable(uri, version=version, storage_options=options, without_files=not files)
     except TableNotFoundError:
         return None
-
