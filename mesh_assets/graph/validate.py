@@ -75,6 +75,20 @@ def _check_inputs(product: DataProduct, graph: MeshGraph) -> list[SpecError]:
                         f"output {out.table} is not partitioned, so it reads whole tables; use window 'all'",
                     )
                 )
+            deadline = "freshness_hours" if inp.freshness_hours else "timeout_hours" if inp.timeout_hours else None
+            unpartitioned = None if info.grain.partitioned else f"{domain}.{table}"
+            if not out.partitioning.partitioned:
+                unpartitioned = f"output {out.table}"
+            if deadline and unpartitioned:
+                errors.append(
+                    _err(
+                        product,
+                        t.line,
+                        f"{field}.{deadline}",
+                        f"{unpartitioned} is not partitioned: freshness_hours and timeout_hours apply to "
+                        "partitioned inputs of partitioned outputs",
+                    )
+                )
             if info.regions and (inp.window.kind == "last" or out.partitioning is Grain.HOURLY):
                 errors.append(
                     _err(
