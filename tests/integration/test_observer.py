@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource
-from mesh_assets.automation.observer import build_observer
+from mesh_assets.automation.observer import build_observer, observe
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import DataProduct, ExternalTable
 from mesh_assets.settings import get_settings
@@ -95,3 +95,8 @@ def test_regional_commits_are_reported_per_day_and_region(spark, tmp_path) -> No
     assert keys == ["2021-06-01|eu", "2021-06-01|latam"]  # an undeclared region is no partition
     land([(4, "apac", day)])
     assert _tick(sensor, mesh, cursor, dg.AssetKey(["courier", "raw_shifts"]))[0] == ["2021-06-01|apac"]
+    warnings: list[str] = []
+    observe(list(tables_of(product)), mesh.registry, {}, warnings.append)  # a first observation: the snapshot
+    assert len(warnings) == 1
+    assert warnings[0].startswith("courier.raw_shifts version 1: partition value '2021-06-01' of p_date")
+    assert warnings[0].endswith("region 'mars' is not one of apac, eu, latam; skipped")
