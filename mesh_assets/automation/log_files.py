@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-from deltalake import DeltaTable
 
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import is_object_store, local_path, open_table
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"

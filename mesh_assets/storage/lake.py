@@ -8,12 +8,13 @@ settings describe. Credentials are never options here: delta-rs takes ``AWS_ACCE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
-
 from mesh_assets.settings import S3Settings
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 OBJECT_STORES = ("s3", "s3a")
 
@@ -42,7 +43,11 @@ def open_table(location: str, s3: S3Settings, version: int | None = None, files:
     """The table at ``location`` (at ``version``, else the latest); None when there is no Delta table there.
 
     Without ``files`` only the log's metadata is loaded (version, history), which is what most callers need.
+    delta-rs is imported here, on first use: loading definitions must not pay for it.
     """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
     if is_object_store(location):
         uri, options = location, storage_options(s3)
     else:

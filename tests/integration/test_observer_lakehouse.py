@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from deltalake import DeltaTable
 
 from mesh_assets import MeshResource
 from mesh_assets.automation.observer import build_observer, observe
@@ -89,28 +90,28 @@ def _age_log(location: str) -> None:
 def test_a_log_cleaned_up_past_the_cursor_resumes_from_the_newest_checkpoint(spark, tmp_path) -> None:
     sensor, mesh, location = observer(tmp_path)
     land(spark, location, "2021-06-01 00:00")
-    spark.sql(
-        f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '2', "
-        "'delta.logRetentionDuration' = 'interval 1 hours', 'delta.deletedFileRetentionDuration' = 'interval 1 hours')"
-    )  # version 1
     keys, first = tick(sensor, mesh, None)
     assert keys == ["2021-06-01-00:00"]
 
+    spark.sql(
+        f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '2', "
+        "'delta.logRetentionDuration' = 'interval 1 hours', 'delta.deletedFileRetentionDuration' = 'interval 1 hours')"
+    )  # version 1, the commit after the cursor
     for hour in ("01", "02", "03"):
-        land(spark, location, f"2021-06-01 {hour}:00")  # versions 2 (the commit after the cursor) to 4
-    _age_log(location)  # checkpoint 4 and everything before it are now older than the retention
-    land(spark, location, "2021-06-01 04:00")
-    land(spark, location, "2021-06-01 05:00")  # version 6: a checkpoint, and Delta deletes what 4 holds
+        land(spark, location, f"2021-06-01 {hour}:00")  # versions 2 to 4, checkpoints at 2 and 4
+    _age_log(location)  # everything so far is now older than the retention
+    DeltaTable(location).cleanup_metadata()  # the log clean-up: keeps checkpoint 4 and what follows it
+    land(spark, location, "2021-06-01 04:00")  # version 5
     log = Path(location) / "_delta_log"
-    assert not (log / f"{2:020d}.json").exists() and (log / f"{4:020d}.checkpoint.parquet").exists()
+    assert not (log / f"{1:020d}.json").exists() and (log / f"{4:020d}.checkpoint.parquet").exists()
 
     keys, result = tick(sensor, mesh, first.cursor)
-    assert keys == [f"2021-06-01-0{h}:00" for h in range(1, 6)]
-    assert json.loads(result.cursor)["central.raw_events"]["version"] == 6
+    assert keys == [f"2021-06-01-0{h}:00" for h in range(1, 5)]
+    assert json.loads(result.cursor)["central.raw_events"]["version"] == 5
     assert tick(sensor, mesh, result.cursor)[0] == []
 
     # A first observation of the cleaned-up table: the hours only the checkpoint holds are reported too.
-    assert tick(sensor, mesh, None)[0] == [f"2021-06-01-0{h}:00" for h in range(6)]
+    assert tick(sensor, mesh, None)[0] == [f"2021-06-01-0{h}:00" for h in range(5)]
 
 
 def test_one_unreadable_log_skips_that_table_alerts_once_and_is_read_again(spark, tmp_path, webhook) -> None:
