@@ -12,7 +12,7 @@ Three cases, cheapest first:
   commits, read by delta-rs) reports the partitions of every file written after the cursor's commit.
 - No cursor (a first observation): the snapshot reports every partition it holds.
 
-An idle table costs two small reads: the next commit file, which does not exist, and ``_last_checkpoint``.
+An idle table costs a failed open of the next commit file and a stat of the cursor's own commit.
 """
 
 from __future__ import annotations
@@ -103,6 +103,8 @@ def changes_since(files: LogFiles, location: str, seen: Seen | None) -> Changes 
         version += 1
     if changes.seen != seen:
         return changes
+    if files.has_commit(location, seen.version):
+        return None  # nothing new; and the log is cleaned up oldest first, so nothing after the cursor is gone
     checkpoint = files.last_checkpoint(location)
     if checkpoint is None or checkpoint <= seen.version:
         return None

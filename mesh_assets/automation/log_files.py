@@ -1,17 +1,18 @@
 """The files of a Delta table's ``_delta_log``, on a local disk or in an S3-compatible bucket.
 
-An observer tick asks each table two cheap questions: is there a commit after the cursor, and which version
-is the newest checkpoint (``_last_checkpoint``). Only the answers it needs are read, without a JVM: local
-paths with the file system, ``s3://`` / ``s3a://`` locations with boto3, configured like Spark's s3a
-(``s3.*`` settings for the endpoint, region and path-style access; credentials from the environment or the
+An idle observer tick asks each table two cheap questions: is there a commit after the cursor (it is not),
+and is the cursor's own commit still there (it is, unless the log was cleaned up past it; then the newest
+checkpoint's version, in ``_last_checkpoint``, says where to resume). Only the answers it needs are read,
+without a JVM: local paths with the file system, ``s3://`` / ``s3a://`` locations with boto3, configured like
+Spark's s3a (``s3.*`` settings for the endpoint, region and path-style access; credentials from the environment or the
 default AWS chain). Snapshots (checkpoint plus commits) are delta-rs's to read.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -40,20 +41,39 @@ class LogFiles:
     def __init__(self, s3: S3Settings):
         self.s3 = s3
 
+    def _object(self, location: str, name: str) -> tuple[Any, str, str]:
+        """The S3 client, bucket and key of ``_delta_log/<name>`` of an object-store ``location``."""
+        parsed = urlparse(location)
+        client = _s3(self.s3.endpoint, self.s3.region, self.s3.path_style_access)
+        return client, parsed.netloc, f"{parsed.path.strip('/')}/{LOG_DIR}/{name}"
+
     def _read(self, location: str, name: str) -> str | None:
         """The text of ``_delta_log/<name>``; None when the file does not exist (yet, or any more)."""
         if not is_object_store(location):
             try:
-                return (Path(local_path(location)) / LOG_DIR / name).read_text()
+                with open(f"{local_path(location)}/{LOG_DIR}/{name}") as file:
+                    return file.read()
             except FileNotFoundError:
                 return None
-        parsed = urlparse(location)
-        client = _s3(self.s3.endpoint, self.s3.region, self.s3.path_style_access)
+        client, bucket, key = self._object(location, name)
         try:
-            body = client.get_object(Bucket=parsed.netloc, Key=f"{parsed.path.strip('/')}/{LOG_DIR}/{name}")["Body"]
+            return client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
         except client.exceptions.NoSuchKey:
             return None
-        return body.read().decode()
+
+    def has_commit(self, location: str, version: int) -> bool:
+        """Whether commit ``version`` is still in the log (one stat, or one HEAD request)."""
+        name = f"{version:020d}.json"
+        if not is_object_store(location):
+            return os.path.exists(f"{local_path(location)}/{LOG_DIR}/{name}")
+        client, bucket, key = self._object(location, name)
+        try:
+            client.head_object(Bucket=bucket, Key=key)
+        except client.exceptions.ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey"):
+                return False
+            raise
+        return True
 
     def read_commit(self, location: str, version: int) -> str | None:
         """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist."""

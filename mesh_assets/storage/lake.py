@@ -9,7 +9,6 @@ settings describe. Credentials are never options here: delta-rs takes ``AWS_ACCE
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 from mesh_assets.settings import S3Settings
 
@@ -20,7 +19,7 @@ OBJECT_STORES = ("s3", "s3a")
 
 
 def is_object_store(location: str) -> bool:
-    return urlparse(location).scheme in OBJECT_STORES
+    return location.startswith(tuple(f"{scheme}://" for scheme in OBJECT_STORES))
 
 
 def local_path(location: str) -> str:
