@@ -13,6 +13,7 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from mesh_assets.settings import get_settings
@@ -88,3 +89,11 @@ def send(alert: Alert) -> bool:
         raise AlertNotSent(f"the webhook in {variable} is unreachable ({exc.reason})") from None
     except (OSError, ValueError, http.client.HTTPException) as exc:
         raise AlertNotSent(f"the webhook in {variable} failed ({type(exc).__name__})") from None
+
+
+def send_or_warn(alert: Alert, warn: Callable[[str], None]) -> None:
+    """Send ``alert``; a channel that does not take it is a ``warn``-ing, so what raised it is still recorded."""
+    try:
+        send(alert)
+    except AlertNotSent as exc:
+        warn(f"alert to {alert.domain}'s channel failed: {exc}")

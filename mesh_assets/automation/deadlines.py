@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, send
+from mesh_assets.alerts.notify import Alert, send_or_warn
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.grain import midnight, utc
 from mesh_assets.model.partitions import PartitionRange
@@ -120,7 +120,7 @@ def evaluate_deadlines(
             )
         )
         channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
-        _send_or_warn(
+        send_or_warn(
             Alert(
                 kind=f"input {flag['kind']}",
                 domain=product.domain,
@@ -130,14 +130,7 @@ def evaluate_deadlines(
                 channel=channel,
                 message=message,
                 partitions=[flag["partition"]],
-            )
+            ),
+            log.warning,
         )
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
-
-
-def _send_or_warn(alert: Alert) -> None:
-    """An unreachable channel must not stop the flags from being recorded (the sensor would fail every tick)."""
-    try:
-        send(alert)
-    except AlertNotSent as exc:
-        log.warning(f"alert to {alert.domain}'s channel failed: {exc}")

@@ -1,29 +1,29 @@
 """The files of a Delta table's ``_delta_log``, on a local disk or in an S3-compatible bucket.
 
-Observing reads only the log (small JSON commits), never data files, and without a JVM: local paths with the
-file system, ``s3://`` / ``s3a://`` locations with boto3, configured like Spark's s3a (``s3.*`` settings for
-the endpoint, region and path-style access; credentials from the environment or the default AWS chain).
+An idle observer tick asks each table two cheap questions: is there a commit after the cursor (it is not),
+and is the cursor's own commit still there (it is, unless the log was cleaned up past it; then the newest
+checkpoint's version, in ``_last_checkpoint``, says where to resume). Only the answers it needs are read,
+without a JVM: local paths with the file system, ``s3://`` / ``s3a://`` locations with boto3, configured like
+Spark's s3a (``s3.*`` settings for the endpoint, region and path-style access; credentials from the environment or the
+default AWS chain). Snapshots (checkpoint plus commits) are delta-rs's to read.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from mesh_assets.settings import S3Settings
+from mesh_assets.storage.lake import is_object_store, local_path, open_table
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 LOG_DIR = "_delta_log"
-OBJECT_STORES = ("s3", "s3a")
-
-
-def _is_object_store(location: str) -> bool:
-    return urlparse(location).scheme in OBJECT_STORES
-
-
-def _local(location: str) -> Path:
-    return Path(location[len("file:") :] if location.startswith("file:") else location)
+LAST_CHECKPOINT = "_last_checkpoint"
 
 
 @lru_cache(maxsize=4)
@@ -41,35 +41,49 @@ class LogFiles:
     def __init__(self, s3: S3Settings):
         self.s3 = s3
 
-    def _bucket_and_log(self, location: str) -> tuple[Any, str, str]:
+    def _object(self, location: str, name: str) -> tuple[Any, str, str]:
+        """The S3 client, bucket and key of ``_delta_log/<name>`` of an object-store ``location``."""
         parsed = urlparse(location)
         client = _s3(self.s3.endpoint, self.s3.region, self.s3.path_style_access)
-        return client, parsed.netloc, f"{parsed.path.strip('/')}/{LOG_DIR}/"
+        return client, parsed.netloc, f"{parsed.path.strip('/')}/{LOG_DIR}/{name}"
 
-    def read_commit(self, location: str, version: int) -> str | None:
-        """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist (yet)."""
-        name = f"{version:020d}.json"
-        if not _is_object_store(location):
+    def _read(self, location: str, name: str) -> str | None:
+        """The text of ``_delta_log/<name>``; None when the file does not exist (yet, or any more)."""
+        if not is_object_store(location):
             try:
-                return (_local(location) / LOG_DIR / name).read_text()
+                with open(f"{local_path(location)}/{LOG_DIR}/{name}") as file:
+                    return file.read()
             except FileNotFoundError:
                 return None
-        client, bucket, prefix = self._bucket_and_log(location)
+        client, bucket, key = self._object(location, name)
         try:
-            return client.get_object(Bucket=bucket, Key=prefix + name)["Body"].read().decode()
+            return client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
         except client.exceptions.NoSuchKey:
             return None
 
-    def versions(self, location: str) -> list[int]:
-        """The versions of the commit files in the log (empty when there is no table)."""
-        if not _is_object_store(location):
-            log = _local(location) / LOG_DIR
-            return sorted(int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()) if log.is_dir() else []
-        client, bucket, prefix = self._bucket_and_log(location)
-        versions = []
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                stem = item["Key"][len(prefix) :].removesuffix(".json")
-                if item["Key"].endswith(".json") and stem.isdigit():
-                    versions.append(int(stem))
-        return sorted(versions)
+    def has_commit(self, location: str, version: int) -> bool:
+        """Whether commit ``version`` is still in the log (one stat, or one HEAD request)."""
+        name = f"{version:020d}.json"
+        if not is_object_store(location):
+            return os.path.exists(f"{local_path(location)}/{LOG_DIR}/{name}")
+        client, bucket, key = self._object(location, name)
+        try:
+            client.head_object(Bucket=bucket, Key=key)
+        except client.exceptions.ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey"):
+                return False
+            raise
+        return True
+
+    def read_commit(self, location: str, version: int) -> str | None:
+        """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist."""
+        return self._read(location, f"{version:020d}.json")
+
+    def last_checkpoint(self, location: str) -> int | None:
+        """The version of the newest checkpoint Delta wrote; None when there is none (or no table)."""
+        text = self._read(location, LAST_CHECKPOINT)
+        return None if text is None else int(json.loads(text)["version"])
+
+    def snapshot(self, location: str) -> DeltaTable | None:
+        """The table's latest snapshot with its files (checkpoint plus later commits); None without a table."""
+        return open_table(location, self.s3, files=True)

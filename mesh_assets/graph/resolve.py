@@ -60,6 +60,8 @@ class DeclaredInput:
     field: str
     """Where the spec declares it, e.g. ``tables.0.inputs.orders``."""
     line: int | None
+    deadline: str | None = None
+    """The deadline field it sets (``freshness_hours`` or ``timeout_hours``), if any."""
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,14 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
             t.line,
             inputs=tuple(refs.values()),
             declared=tuple(
-                DeclaredInput(name, *refs[name], inp.window.kind, f"tables.{i}.inputs.{name}", inp.line or t.line)
+                DeclaredInput(
+                    name,
+                    *refs[name],
+                    inp.window.kind,
+                    f"tables.{i}.inputs.{name}",
+                    inp.line or t.line,
+                    "freshness_hours" if inp.freshness_hours else "timeout_hours" if inp.timeout_hours else None,
+                )
                 for name, inp in t.inputs.items()
             ),
         )

@@ -65,6 +65,16 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             err(inp, ".window", f"{ref} is not partitioned; use window 'all'")
         if not table.grain.partitioned and inp.window != "all" and info.grain.partitioned:
             err(inp, ".window", f"output {table.name} is not partitioned, so it reads whole tables; use window 'all'")
+        unpartitioned = None if info.grain.partitioned else ref
+        if not table.grain.partitioned:
+            unpartitioned = f"output {table.name}"
+        if inp.deadline and unpartitioned:
+            err(
+                inp,
+                f".{inp.deadline}",
+                f"{unpartitioned} is not partitioned: freshness_hours and timeout_hours apply to partitioned inputs "
+                "of partitioned outputs",
+            )
         if info.regions and (inp.window == "last" or table.grain is Grain.HOURLY):
             err(
                 inp,

@@ -93,7 +93,7 @@ def _failed(
     listed = ", ".join(keys) if len(keys) <= 5 else f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"
     what = f"{name} partition{'s' if len(keys) > 1 else ''} {listed}" if keys else name
     try:
-        after = version_or_none(spark, location)
+        after = version_or_none(location)
     except Exception:
         after = before
     if after is None:
@@ -120,7 +120,7 @@ def _into_table_created_meanwhile(
     with a protocol or metadata conflict even when they wrote different partitions. When the other writer left
     no rows in this write's partitions (``where``), nothing conflicts and the same write commits into its table.
     """
-    created = version_or_none(spark, location)
+    created = version_or_none(location)
     if where is None or not spark.read.format("delta").load(location).where(where).isEmpty():
         rows = "" if where is None else " with rows of the same partitions"
         cause = f"another writer created the table{rows} first ({type(exc).__name__}); re-run to publish"
@@ -207,7 +207,7 @@ def commit(
     metadata = json.dumps(commit_info, sort_keys=True) if commit_info else None
     if metadata:
         writer = writer.option("userMetadata", metadata)
-    before = version_or_none(spark, location)
+    before = version_or_none(location)
     if before is not None:  # the published schema decides what this write may change in it
         options = schema_options(
             spark,
@@ -230,4 +230,4 @@ def commit(
             else None
         )
         before = _into_table_created_meanwhile(spark, writer, exc, location, name or location, keys, ours)
-    return WriteResult(location, committed_version(spark, location, metadata, before), rows, published, staged.schema)
+    return WriteResult(location, committed_version(location, metadata, before), rows, published, staged.schema)

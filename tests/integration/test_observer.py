@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource
-from mesh_assets.automation.observer import build_observer
+from mesh_assets.automation.observer import build_observer, observe
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import DataProduct, ExternalTable
 from mesh_assets.settings import get_settings
@@ -34,7 +34,9 @@ def _tick(
     cursor: str | None,
     asset: dg.AssetKey = EVENTS,
 ) -> tuple[list[str], str | None]:
-    with dg.build_sensor_context(cursor=cursor, resources={"mesh": mesh}) as context:
+    with dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(), cursor=cursor, resources={"mesh": mesh}
+    ) as context:
         result = sensor(context)
     keys = [e.partition for e in result.asset_events]
     assert all(e.asset_key == asset for e in result.asset_events)
@@ -51,7 +53,7 @@ def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_
     ingest_hours(spark, mesh.registry, datetime(2021, 6, 1, 0), 2)  # versions 0 and 1
     keys, cursor = _tick(sensor, mesh, "{}")
     assert keys == ["2021-06-01-00:00", "2021-06-01-01:00"]
-    assert json.loads(cursor) == {"central.raw_order_events": 1}
+    assert json.loads(cursor)["central.raw_order_events"]["version"] == 1
 
     assert _tick(sensor, mesh, cursor) == ([], cursor)  # no new commit: nothing reported, cursor unchanged
 
@@ -66,7 +68,7 @@ def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_
     land_raw_order_events(spark, mesh.registry, hours[0], hours[-1], rows)  # one commit, three hours
     keys, cursor = _tick(sensor, mesh, cursor)
     assert keys == ["2021-06-01-02:00", "2021-06-01-03:00", "2021-06-01-04:00"]
-    assert json.loads(cursor) == {"central.raw_order_events": 3}
+    assert json.loads(cursor)["central.raw_order_events"]["version"] == 3
     assert _tick(sensor, mesh, cursor) == ([], cursor)
 
 
@@ -93,3 +95,8 @@ def test_regional_commits_are_reported_per_day_and_region(spark, tmp_path) -> No
     assert keys == ["2021-06-01|eu", "2021-06-01|latam"]  # an undeclared region is no partition
     land([(4, "apac", day)])
     assert _tick(sensor, mesh, cursor, dg.AssetKey(["courier", "raw_shifts"]))[0] == ["2021-06-01|apac"]
+    warnings: list[str] = []
+    observe(list(tables_of(product)), mesh.registry, {}, warnings.append)  # a first observation: the snapshot
+    assert len(warnings) == 1
+    assert warnings[0].startswith("courier.raw_shifts version 1: partition value '2021-06-01' of p_date")
+    assert warnings[0].endswith("region 'mars' is not one of apac, eu, latam; skipped")

@@ -156,6 +156,27 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
     ]
 
 
+def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline waits for the input partitions a consumer partition reads: an unpartitioned input or output
+    has none, so ``freshness_hours`` / ``timeout_hours`` there would never be evaluated."""
+    assert errors_of("deadlines", monkeypatch) == [
+        E(
+            "sales/deadlines.yaml",
+            13,
+            "tables.0.inputs.raw_menus.freshness_hours",
+            "sales.raw_menus is not partitioned: freshness_hours and timeout_hours apply to partitioned inputs "
+            "of partitioned outputs",
+        ),
+        E(
+            "sales/deadlines.yaml",
+            19,
+            "tables.1.inputs.raw_orders.timeout_hours",
+            "output order_snapshot is not partitioned: freshness_hours and timeout_hours apply to partitioned "
+            "inputs of partitioned outputs",
+        ),
+    ]
+
+
 def test_unknown_yaml_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_field", monkeypatch) == [
         E("sales/orders.yaml", 5, "ownr", "unknown field 'ownr'"),

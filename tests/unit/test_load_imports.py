@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUN_SIDE = {"pyspark", "py4j", "delta", "openlineage", "dagster_dbt"}
+RUN_SIDE = {"pyspark", "py4j", "delta", "deltalake", "openlineage", "dagster_dbt"}
 
 LOAD = """
 import sys
