@@ -20,7 +20,7 @@ from mesh_assets.dbt.gate import ModelRun, gate_model
 from mesh_assets.dbt.lineage import model_lineage
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.run.record import table_schema
+from mesh_assets.run.record import published_metadata
 from mesh_assets.storage.resource import MeshResource
 
 
@@ -61,12 +61,7 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
     key, result = run.model.key, run.result
     common: dict[str, Any] = {}
     if result is not None:
-        common = {
-            "dagster/column_schema": table_schema(result.schema),
-            "delta_version": result.version,
-            "location": result.location,
-            "partition_window": window,
-        }
+        common = {**published_metadata(result), "partition_window": window}
     if result is not None and not run.withheld:
         for partition, rows in run.published.items():
             context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)

@@ -42,6 +42,15 @@ def table_schema(schema: StructType) -> dg.TableSchema:
     )
 
 
+def published_metadata(result: WriteResult) -> dict[str, Any]:
+    """What every materialization of a commit carries: the table's columns, the Delta version, the location."""
+    return {
+        "dagster/column_schema": table_schema(result.schema),
+        "delta_version": result.version,
+        "location": result.location,
+    }
+
+
 def data_version(result: WriteResult) -> dg.DataVersion:
     """The version of the partitions one commit published: the commit's Delta version."""
     return dg.DataVersion(f"delta-v{result.version}")
@@ -62,11 +71,7 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
     key, result, run_id = node.table.key, outcome.result, context.run.run_id
     common: dict[str, Any] = {}
     if result is not None:
-        common = {
-            "dagster/column_schema": table_schema(result.schema),
-            "delta_version": result.version,
-            "location": result.location,
-        }
+        common = published_metadata(result)
     if outcome.undeclared_names:
         common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
     if outcome.failed or outcome.blocked:
