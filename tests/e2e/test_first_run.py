@@ -38,10 +38,15 @@ class DemoRun:
 
 
 def newcomer_env(home: Path) -> dict[str, str]:
-    """A shell as a newcomer's: no Mesh or Dagster settings, no virtual environment, colours on offer."""
+    """A shell as a newcomer's: no Mesh or Dagster settings, no virtual environment, colours on offer.
+
+    Nor an enclosing make's variables: under ``make test`` they would make the inner ``make demo`` a sub-make,
+    which prints "Entering directory" lines that a newcomer's top-level ``make demo`` never shows.
+    """
     venv = os.environ.get("VIRTUAL_ENV")
     path = [p for p in os.environ["PATH"].split(os.pathsep) if not (venv and p.startswith(venv)) and ".venv" not in p]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MESH_", "DAGSTER_", "FORCE_COLOR", "COLUMNS"))}
+    inherited = ("MESH_", "DAGSTER_", "FORCE_COLOR", "COLUMNS", "MAKE", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(inherited)}
     env.update(PATH=os.pathsep.join(path), MESH_HOME=str(home), TERM="xterm-256color")
     env.pop("VIRTUAL_ENV", None)
     return env
