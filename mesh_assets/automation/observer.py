@@ -7,6 +7,12 @@ events (one per partition per tick, with the versions), so the automation sensor
 external data the way they react to Mesh's own writes. A table with checks also gets one check run per
 tick over the partitions reported; its consumers wait for that result.
 
+Each reported partition carries a data version, ``delta-v<N>`` of the newest commit that changed it, like
+a Mesh output's. Dagster reads an external asset's partition versions from *observations* (it compares the
+observations after what a consumer read with those before), so the tick reports each partition as an
+``AssetObservation`` with that version too, all of them before the tick's materializations: what a consumer
+reads is the table's latest materialization, so the tick's own observations are never "newer" than it.
+
 A table the cursor does not know yet starts where this instance's last report of it left off (the demo
 reports what it landed, and ``make dev`` must not recompute it), else from its whole current snapshot.
 A partition value that is not a partition of the table (off its UTC grid, in the future, before its start
@@ -29,8 +35,10 @@ from mesh_assets.alerts.notify import Alert, send_or_warn
 from mesh_assets.automation.delta_log import Changes, Seen, changes_since, partition_key
 from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.checks.external import build_checks_job, checks_run_config
+from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
+from mesh_assets.run.record import data_version
 from mesh_assets.settings import AutomationSettings, S3Settings
 from mesh_assets.storage.resource import MeshResource
 
@@ -103,6 +111,7 @@ def observe_table(
                 "location": location,
                 **{k: v for k, v in through.items() if v is not None},
             },
+            tags={DATA_VERSION_TAG: data_version(max(versions)).value},
         )
         for key, versions in sorted(_keys(table, changes, warn).items(), key=lambda item: item[0] or "")
     ]
@@ -177,6 +186,12 @@ def recorded_in(instance: dg.DagsterInstance) -> Recorded:
     return recorded
 
 
+def with_observations(events: list[dg.AssetMaterialization]) -> list[dg.AssetObservation | dg.AssetMaterialization]:
+    """The tick's asset events: each reported partition observed with its data version, then the reports."""
+    observed = [dg.AssetObservation(e.asset_key, partition=e.partition, tags=dict(e.tags)) for e in events]
+    return [*observed, *events]
+
+
 def check_requests(events: list[dg.AssetMaterialization], jobs: dict[dg.AssetKey, str]) -> list[dg.RunRequest]:
     """One check run per table with checks, over the partitions this tick reported, keyed by the commits."""
     by_table: dict[dg.AssetKey, list[dg.AssetMaterialization]] = {}
@@ -219,6 +234,8 @@ def build_observer(domain: str, tables: list[Table], settings: AutomationSetting
             tables, mesh.registry, cursor, context.log.warning, files, recorded_in(context.instance)
         )
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
-        return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
+        return dg.SensorResult(
+            asset_events=with_observations(events), run_requests=requests, cursor=json.dumps(cursor, sort_keys=True)
+        )
 
     return _observer

@@ -51,9 +51,9 @@ def published_metadata(result: WriteResult) -> dict[str, Any]:
     }
 
 
-def data_version(result: WriteResult) -> dg.DataVersion:
-    """The version of the partitions one commit published: the commit's Delta version."""
-    return dg.DataVersion(f"delta-v{result.version}")
+def data_version(version: int) -> dg.DataVersion:
+    """The version of the partitions a Delta commit published (by Mesh, or by an external table's writer)."""
+    return dg.DataVersion(f"delta-v{version}")
 
 
 def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
@@ -77,7 +77,7 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
     if outcome.failed or outcome.blocked:
         refused, problems = refusals(outcome)
         published = list(result.partition_rows.items()) if result else []
-        tags = {DATA_VERSION_TAG: data_version(result).value} if result else {}
+        tags = {DATA_VERSION_TAG: data_version(result.version).value} if result else {}
         for partition, rows in published:
             yield dg.AssetMaterialization(
                 asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}, tags=tags
@@ -101,7 +101,7 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
         common["dagster/row_count"] = result.rows
     elif len(result.partition_rows) > 1:
         common["run_row_count"] = result.rows
-    yield dg.MaterializeResult(asset_key=key, metadata=common, data_version=data_version(result))
+    yield dg.MaterializeResult(asset_key=key, metadata=common, data_version=data_version(result.version))
     targets = run_targets(context.instance, key, run_id, list(result.partition_rows) or [None])
     for check_outcome in outcome.outcomes:
         context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))

@@ -1,12 +1,14 @@
-"""Staleness as the Dagster UI shows it: a re-published day makes what was computed from it stale, partition by
-partition, with the reason; ``mesh stale`` lists it; the automation recomputes it and nothing is stale after.
+"""Staleness as the Dagster UI shows it: a re-landed external day makes what was computed from it stale, level
+by level, partition by partition, with the reason; ``mesh stale`` lists it; the automation recomputes it and
+nothing is stale after. Changed code makes what it computed stale too.
 
-The webserver serves the fixture mesh over the test's instance: its GraphQL API is what the UI asks.
+The webserver serves a copy of the fixture mesh over the test's instance: its GraphQL API is what the UI asks.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -25,18 +27,23 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2021, 6, 3, 1)
+RELOAD = """mutation MeshReload($name: String!) {
+  reloadRepositoryLocation(repositoryLocationName: $name) { __typename ... on WorkspaceLocationEntry { loadStatus } }
+}"""
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A webserver over a throwaway instance with the fixture mesh's two code locations; (its URL, DAGSTER_HOME)."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    """A webserver over a throwaway instance with the fixture mesh's two code locations, served from a copy the
+    test may edit; (its URL, DAGSTER_HOME, the copy's domains folder)."""
     base = tmp_path_factory.mktemp("stale")
     home = base / "dagster"
     home.mkdir()
-    locations = {d: DOMAINS / d / "definitions.py" for d in ("tr", "ledger")}
+    domains = Path(shutil.copytree(DOMAINS, base / "domains", ignore=shutil.ignore_patterns("__pycache__")))
+    locations = {d: domains / d / "definitions.py" for d in ("tr", "ledger")}
     env = {**os.environ, "DAGSTER_HOME": str(home), "MESH_HOME": str(base), "MESH_PROJECT_ROOT": str(ROOT)}
     with dagster_webserver(workspace(base / "workspace.yaml", locations, ROOT), env, base / "webserver.log") as url:
-        yield url, home
+        yield url, home, domains
 
 
 def requested(sales: Sales, cursor: object) -> tuple[dict[dg.AssetKey, set[str]], object]:
@@ -47,41 +54,59 @@ def requested(sales: Sales, cursor: object) -> tuple[dict[dg.AssetKey, set[str]]
     return {k: v for k, v in wanted.items() if v}, result.cursor
 
 
-def test_a_republished_day_makes_its_consumers_stale_until_automation_recomputes_them(
+def stale(webserver: Webserver, instance: dg.DagsterInstance) -> dict[tuple[dg.AssetKey, str | None], tuple]:
+    return {(s.key, s.partition): s.reasons for s in stale_partitions(webserver, instance, [DAILY, TWO_DAY])}
+
+
+def test_a_relanded_day_makes_its_consumers_stale_until_automation_recomputes_them(
     spark, served, tmp_path, monkeypatch, capsys
 ) -> None:
-    url, home = served
+    url, home, domains = served
     webserver = Webserver(url, timeout=120)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        sales = Sales(spark, tmp_path / "warehouse", instance)
+        sales = Sales(spark, tmp_path / "warehouse", instance, domains)
         sales.land("2021-06-01", [1, 2])
         sales.land("2021-06-02", [10])
         sales.materialize([DAILY, TWO_DAY], "2021-06-01", "2021-06-02")
         _, cursor = requested(sales, None)
-        assert stale_partitions(webserver, instance, [DAILY, TWO_DAY]) == []
+        assert stale(webserver, instance) == {}
 
-        sales.land("2021-06-01", [1, 2, 4])  # re-landed: a late sale of 4
-        sales.materialize([DAILY], "2021-06-01")  # the day's total is re-published
+        sales.land("2021-06-01", [1, 2, 4])  # re-landed by its outside writer: a late sale of 4
 
-        stale = {(s.key, s.partition): s.reasons for s in stale_partitions(webserver, instance, [DAILY, TWO_DAY])}
-        assert set(stale) == {(TWO_DAY, "2021-06-01"), (TWO_DAY, "2021-06-02")}  # both windows that read it
-        assert stale[(TWO_DAY, "2021-06-02")] == (
-            "upstream data changed: tr/daily_sales 2021-06-01 has a new data version",
-        )
+        assert stale(webserver, instance) == {
+            (DAILY, "2021-06-01"): ("upstream data changed: tr/raw_sales 2021-06-01 has a new data version",)
+        }
         monkeypatch.setenv("DAGSTER_HOME", str(home))
-        monkeypatch.setenv("MESH_DOMAINS_DIR", str(DOMAINS))
+        monkeypatch.setenv("MESH_DOMAINS_DIR", str(domains))
         monkeypatch.setenv("MESH_DBT_PROJECT_DIR", str(tmp_path / "no-dbt"))
         monkeypatch.setenv("MESH_DAGSTER__URL", url)
         get_settings.cache_clear()
-        assert main(["stale", "tr/two_day_sales"]) == 1
+        assert main(["stale"]) == 1
         printed = capsys.readouterr().out
-        assert "tr/two_day_sales 2021-06-02: upstream data changed: tr/daily_sales 2021-06-01" in printed
-        assert "2 stale partition(s)" in printed
+        assert "tr/daily_sales 2021-06-01: upstream data changed: tr/raw_sales 2021-06-01" in printed
+        assert "1 stale partition(s)" in printed
 
         wanted, cursor = requested(sales, cursor)
-        assert wanted == {TWO_DAY: {"2021-06-01", "2021-06-02"}}  # every window that read the day, nothing else
+        assert wanted == {DAILY: {"2021-06-01"}, TWO_DAY: {"2021-06-01", "2021-06-02"}}  # what read it, level by level
+        sales.materialize([DAILY], "2021-06-01")
+
+        next_level = stale(webserver, instance)
+        assert set(next_level) == {(TWO_DAY, "2021-06-01"), (TWO_DAY, "2021-06-02")}  # both windows that read it
+        assert next_level[(TWO_DAY, "2021-06-02")] == (
+            "upstream data changed: tr/daily_sales 2021-06-01 has a new data version",
+        )
         sales.materialize([TWO_DAY], "2021-06-01", "2021-06-02")
 
-        assert stale_partitions(webserver, instance, [DAILY, TWO_DAY]) == []
+        assert stale(webserver, instance) == {}
+        assert main(["stale", "tr/two_day_sales"]) == 0
         assert sales.amounts(TWO_DAY) == {"2021-06-01": 7, "2021-06-02": 17}
+
+        sales_py = domains / "tr" / "sales.py"  # the two-day total's transformation changes, and is deployed
+        sales_py.write_text(sales_py.read_text().replace('daily.agg(F.sum("amount")', "daily.agg(F.sum(daily.amount)"))
+        assert webserver.graphql(RELOAD, {"name": "tr"})["reloadRepositoryLocation"]["loadStatus"] == "LOADED"
+
+        reason = "code version changed: tr/two_day_sales {} has a new code version"
+        assert stale(webserver, instance) == {
+            (TWO_DAY, day): (reason.format(day),) for day in ("2021-06-01", "2021-06-02")
+        }
     get_settings.cache_clear()

@@ -24,11 +24,11 @@ LEDGER = dg.AssetKey(["ledger", "ledger_entries"])
 class Sales:
     """A warehouse, an instance and the fixture mesh's definitions; land days, observe, materialize."""
 
-    def __init__(self, spark, warehouse: Path, instance: dg.DagsterInstance):
+    def __init__(self, spark, warehouse: Path, instance: dg.DagsterInstance, domains: Path = DOMAINS):
         self.spark = spark
         self.mesh = MeshResource(warehouse=str(warehouse))
         self.instance = instance
-        self.defs = mesh_definitions(DOMAINS)
+        self.defs = mesh_definitions(domains)
         self.cursors: dict[str, str | None] = {}
 
     def land(self, day: str, amounts: list[int | None]) -> None:
