@@ -3,16 +3,14 @@
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
 - a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'``; a range is one
   run (``BackfillPolicy.single_run()``);
-- on the ``session`` target dbt compiles and Mesh publishes: each model's rows are staged, its dbt tests
-  (asset checks, blocking when their severity is ``error``) run on each partition's rows, and only the
-  partitions that passed replace theirs, in one commit (:mod:`mesh_assets.dbt.gate`); re-running a day
-  is idempotent;
-- on a remote target (``thrift``) ``dbt build`` runs there and writes itself (``replace_where``), testing
-  after the write, as dbt does;
+- dbt compiles and Mesh publishes: each model's rows are staged, its dbt tests (asset checks, blocking when
+  their severity is ``error``) run on each partition's rows, and only the partitions that passed replace
+  theirs, in one commit (:mod:`mesh_assets.dbt.gate`); re-running a day is idempotent. That needs dbt on
+  Mesh's own Spark session (the ``session`` target); any other target is refused
+  (:func:`~mesh_assets.dbt.project.dbt_target`);
 - ``full_refresh: true`` in run config recreates the selected models from the run's window.
 """
 
-import json
 import sys
 import warnings
 from datetime import date
@@ -24,7 +22,6 @@ from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from mesh_assets.dbt.nodes import DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
-from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.grain import Grain
@@ -134,25 +131,10 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
         def dbt_models(
             context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
         ):
-            unready = unready_models(context, mesh)
-            if (dbt.target or "session") != "session":
-                if unready:  # dbt writes itself there: it cannot leave days out of a run
-                    reasons = sorted(
-                        {f"{k} ({', '.join(why)})" for found in unready.values() for k, why in found.items()}
-                    )
-                    raise dg.Failure(description="dbt models not run, inputs not ready: " + "; ".join(reasons))
-                # A remote target (thrift) has its own Spark: dagster-dbt's subprocess invocation.
-                args = [
-                    "build",
-                    *selection_for(context, manifest, translator),
-                    "--vars",
-                    json.dumps(window_vars(context)),
-                ]
-                yield from dbt.cli([*args, "--full-refresh"] if config.full_refresh else args, context=context).stream()
-                return
             from mesh_assets.dbt.compiled import compile_step  # the run side: Spark, the write path
             from mesh_assets.dbt.publish import publish_models
 
+            unready = unready_models(context, mesh)
             register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
             # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
             # products run after them in this process must get the session back as it was.

@@ -17,8 +17,13 @@ if TYPE_CHECKING:
 
 #: dbt reads the warehouse root from this variable (``+location_root`` in dbt_project.yml).
 WAREHOUSE_ENV = "MESH_DBT_WAREHOUSE"
-#: The profile target: ``session`` (default, in-process on Mesh's SparkSession) or ``thrift``.
+#: The profile target. Only ``session`` (in-process, on Mesh's SparkSession) is accepted: see :func:`dbt_target`.
 TARGET_ENV = "MESH_DBT_TARGET"
+SESSION = "session"
+
+
+class DbtTargetRefused(ValueError):
+    """A dbt target on which Mesh could not test a model's rows before they are published."""
 
 
 def project_dir() -> Path:
@@ -26,7 +31,19 @@ def project_dir() -> Path:
 
 
 def dbt_target() -> str:
-    return os.environ.get(TARGET_ENV, "session")
+    """``session``, the only target Mesh runs dbt on: there Mesh stages each model, runs its blocking tests on
+    the staged rows and publishes only the days that passed. On any other target (a Spark Thrift Server) dbt
+    writes each model itself and tests it after the write, so a failing test could not keep its rows from
+    consumers; such a target is refused when the dbt project loads, not discovered after a bad publish."""
+    target = os.environ.get(TARGET_ENV, SESSION)
+    if target != SESSION:
+        raise DbtTargetRefused(
+            f"{TARGET_ENV}={target} is refused: on that target dbt writes each model itself and runs its tests "
+            "after the write, so rows failing a blocking test would be published. Mesh runs dbt in its own Spark "
+            f"session ({TARGET_ENV}={SESSION}, the default): each model is staged, tested and published only for "
+            "the days that passed. For a cluster, point Mesh's Spark at it (docs/deployment.md)."
+        )
+    return target
 
 
 @lru_cache(maxsize=4)
@@ -75,7 +92,7 @@ def prepare(warehouse: str | None = None) -> Path:
                 "--profiles-dir",
                 str(project.profiles_dir),
                 "--target",
-                project.target or "session",
+                project.target or SESSION,
                 "--quiet",
             ]
         )

@@ -1,10 +1,10 @@
 """A Mesh process serves nobody but its own machine, and its secrets stay in the environment.
 
 One process of its own (real Spark with its web UI on, a persistent instance) materializes a product twice:
-a good day, then a day that fails a blocking check and alerts the domain's webhook. The webhook URL and a
-dbt thrift password hold a canary; afterwards no file of the instance (event logs, runs with their config
-and tags, compute logs), of Mesh's home (lineage, Spark's files) and nothing the process printed (Dagster's
-and Spark's logs) contains it, and every socket the process and its JVM listen on is on the loopback.
+a good day, then a day that fails a blocking check and alerts the domain's webhook. The webhook URL holds a
+canary; afterwards no file of the instance (event logs, runs with their config and tags, compute logs), of
+Mesh's home (lineage, Spark's files) and nothing the process printed (Dagster's and Spark's logs) contains it,
+and every socket the process and its JVM listen on is on the loopback.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ def mesh_process(spark, tmp_path_factory) -> Iterator[MeshProcess]:
         "MESH_TEST_SOCKETS": str(base / "sockets.json"),
         "MESH_SPARK__UI_ENABLED": "true",
         "MESH_ALERT_WEBHOOK_REL": f"http://127.0.0.1:{server.server_port}/hook?token={CANARY}",
-        "MESH_DBT_THRIFT_PASSWORD": CANARY,
     }
     env.pop("SPARK_LOCAL_IP", None)
     try:

@@ -1,4 +1,5 @@
-"""dbt models Mesh cannot publish through its gate are refused by name before a row is computed."""
+"""dbt models Mesh cannot publish through its gate are refused by name before a row is computed; so is a dbt
+target on which nothing could be tested before it is published."""
 
 from __future__ import annotations
 
@@ -52,3 +53,17 @@ def test_a_model_whose_relation_is_not_its_table_is_refused(stg_node):
     moved = dict(stg_node, relation_name="staging.stg_orders")
     with pytest.raises(dg.Failure, match=r"its relation staging.stg_orders is not analytics.stg_orders"):
         relation_of(moved, dg.AssetKey(["analytics", "stg_orders"]))
+
+
+def test_a_dbt_target_that_would_publish_before_testing_is_refused_when_the_project_loads(monkeypatch):
+    from mesh_assets.dbt.project import DbtTargetRefused
+    from mesh_assets.definitions import dbt_definitions
+
+    monkeypatch.setenv("MESH_DBT_TARGET", "thrift")  # a Spark Thrift Server: dbt would write, then test
+    with pytest.raises(DbtTargetRefused) as refused:
+        dbt_definitions()  # the analytics code location, as its code server loads it
+    assert str(refused.value).startswith(
+        "MESH_DBT_TARGET=thrift is refused: on that target dbt writes each model itself and runs its tests after "
+        "the write, so rows failing a blocking test would be published."
+    )
+    assert "MESH_DBT_TARGET=session, the default" in str(refused.value)
