@@ -25,11 +25,22 @@ external:
   - {table: raw_orders}
 tables:
   - table: orders
+    published: true
     inputs: [{table: shop.raw_orders}]
     sql: SELECT id FROM shop.raw_orders
 """
+CONSUMER = """\
+name: invoices
+owner: billing@example.com
+contacts: [{kind: chat, value: "#billing"}]
+start_date: "2021-06-01"
+tables:
+  - table: invoices
+    inputs: [{table: shop.orders}]
+    sql: SELECT id FROM shop.orders
+"""
 ORDERS = dg.AssetKey(["shop", "orders"])
-DAY = "2021-06-04"
+DAY, NEXT_DAY = "2021-06-04", "2021-06-05"
 KILLED = "Run worker process has unexpectedly exited with code -9 (killed for memory)."
 
 
@@ -43,11 +54,13 @@ def fail_outside_python(defs: dg.Definitions, instance: dg.DagsterInstance, key:
 
 @pytest.fixture
 def shop(tmp_path: Path, webhook) -> tuple[dg.Definitions, list[dict]]:
-    """The ``shop`` domain's definitions, its alerts going to the test's receiver."""
+    """The ``shop`` domain's definitions and its reader's (``billing.invoices``), their alerts going to the test's
+    receiver."""
     received, point = webhook
-    point("shop")
-    (tmp_path / "shop").mkdir()
-    (tmp_path / "shop" / "orders.yaml").write_text(SPEC)
+    for domain, spec in {"shop": SPEC, "billing": CONSUMER}.items():
+        point(domain)
+        (tmp_path / domain).mkdir()
+        (tmp_path / domain / f"{domain}.yaml").write_text(spec)
     return build_definitions(load_all(tmp_path), extra=[]), received
 
 
@@ -76,7 +89,7 @@ def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
     assert f"[shop/orders] run failed: shop.orders partition(s) {DAY}" in received[0]["text"]
 
 
-def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Path):
+def test_a_backfill_run_refused_for_its_inputs_tells_its_owners_and_its_readers_owners_once(shop, tmp_path: Path):
     defs, received = shop
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
@@ -84,21 +97,35 @@ def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Pa
         instance=instance,
         resources={"mesh": MeshResource(warehouse=str(tmp_path / "warehouse"))},
         selection=[ORDERS],
-        partition_key=DAY,
-        tags={"dagster/backfill": "bkfl0001"},  # one run of a backfill
+        tags={  # one run of a backfill, over two days
+            "dagster/backfill": "bkfl0001",
+            "dagster/asset_partition_range_start": DAY,
+            "dagster/asset_partition_range_end": NEXT_DAY,
+        },
         raise_on_error=False,
     )
     assert not result.success
     assert received == []  # the step itself tells nobody
 
     alert_failed_run(defs, instance, result.run_id, "shop")
-    [alert] = [body["mesh"] for body in received]
-    assert (alert["kind"], alert["partitions"], alert["checks"]) == ("inputs not ready", [DAY], [])
-    assert alert["backfill_url"].endswith("/runs/b/bkfl0001") and "|backfill>" in received[0]["text"]
-    assert (
-        alert["message"]
-        == f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published)"
+    alerts = {body["mesh"]["domain"]: body["mesh"] for body in received}
+    assert len(received) == len(alerts) == 2  # once each, for the whole range
+    producer, reader = alerts["shop"], alerts["billing"]
+    assert (producer["kind"], producer["partitions"], producer["checks"]) == ("inputs not ready", [DAY, NEXT_DAY], [])
+    assert producer["backfill_url"].endswith("/runs/b/bkfl0001") and "|backfill>" in received[0]["text"]
+    assert producer["message"] == (
+        f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published); "
+        f"partition {NEXT_DAY} not computed: shop.raw_orders (never published)"
     )
+    assert (reader["kind"], reader["table"], reader["owner"], reader["channel"]) == (
+        "input refused",
+        "invoices",
+        "billing@example.com",
+        "#billing",
+    )
+    assert (reader["source"], reader["partitions"], reader["run_id"]) == ("shop.orders", [DAY, NEXT_DAY], result.run_id)
+    assert reader["backfill_url"] == producer["backfill_url"]
+    assert reader["message"].startswith("shop.orders was not published (inputs not ready); billing.invoices waits")
 
 
 def test_a_failed_dbt_run_alerts_the_owner_its_model_names(webhook):
