@@ -54,16 +54,24 @@ def tool_tables() -> list[Table]:
         return []
 
 
+INVALIDATE_OP = "mark_invalid"
+
+
+def invalidate_job_name(domain: str) -> str:
+    return f"{domain}__invalidate"
+
+
 def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> dg.JobDefinition:
-    """``mesh invalidate`` in the UI: ``<domain>__invalidate`` invalidates a table of the domain (config: table,
-    start, end, reason). ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The
-    backfill package (and Spark) are imported by the run, not when the location loads."""
+    """``mesh invalidate`` and the UI's way to it: ``<domain>__invalidate`` invalidates a table of the domain
+    (config: table, start, end, reason) and returns what it marked and the alerts it could not send.
+    ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The backfill package is
+    imported by the run, not when the location loads."""
     optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
 
-    @dg.op(name=f"{domain}__mark_invalid", config_schema={"table": str, "reason": str, **optional})
-    def _invalidate(context) -> None:  # unannotated: Dagster cannot read a postponed annotation here
+    @dg.op(name=f"{domain}__{INVALIDATE_OP}", config_schema={"table": str, "reason": str, **optional})
+    def _invalidate(context):  # unannotated: Dagster cannot read a postponed annotation here
         from mesh_assets.backfill import BackfillError, parse_asset_key
-        from mesh_assets.backfill.invalidate import invalidate, notify
+        from mesh_assets.backfill.invalidate import failed_checks, invalidation, notify
 
         config = context.op_config
         table = config["table"] if "/" in config["table"] or "." in config["table"] else f"{domain}/{config['table']}"
@@ -72,24 +80,22 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> d
             key = parse_asset_key(table, graph)
             if key.path[0] != domain:
                 raise BackfillError(f"{key.to_user_string()} is not a table of {domain}")
-            marked = invalidate(
-                context.instance,
-                graph,
-                key,
-                config.get("start"),
-                config.get("end"),
-                config["reason"],
-                by=f"run {context.run_id}",
+            marked = invalidation(
+                context.instance, graph, key, config.get("start"), config.get("end"), config["reason"]
             )
         except BackfillError as exc:
             raise dg.Failure(str(exc)) from None
         for m in marked:
+            for evaluation in failed_checks(context.instance, m, f"run {context.run_id}") if m.held else ():
+                context.log_event(evaluation)
             context.log.info(m.describe())
-        for problem in notify(graph, marked, context.run_id):
+        problems = notify(graph, marked, context.run_id)
+        for problem in problems:
             context.log.warning(problem)
+        return marked, problems
 
     @dg.job(
-        name=f"{domain}__invalidate",
+        name=invalidate_job_name(domain),
         description=f"Invalidate published partitions of a {domain} table and mark what read them suspect.",
         tags={"mesh/invalidation": "true"},
     )
@@ -206,8 +212,10 @@ def build_definitions(
     graph = _resolved(domains, only, extra)
 
     def whole_mesh() -> AssetGraph:
-        """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
-        return build_definitions(domains, extra=extra).resolve_asset_graph()
+        """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
+        for the partitions that read the invalid ones."""
+        folder = next(iter(domains.values())).folder.parent
+        return mesh_definitions(folder, dbt=bool(tool_tables())).resolve_asset_graph()
 
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:

@@ -5,11 +5,18 @@ A failed ``valid`` is a failed blocking check like any other: consumers do not s
 run's readiness refuses it, the automation holds it back), the Dagster UI shows it on the partition, and a run
 that publishes the partition again passes the check and clears the mark. Suspects are found through the asset
 graph's partition mappings, level after level: a partition that read a suspect is suspect too.
+
+Only a Mesh product's outputs carry ``valid``. An external table is refused: Mesh did not publish it, and
+what clears it is its writer re-landing the partitions (its readers then go stale and the automation
+recomputes them). A dbt model is refused as the root, and reached downstream it is not marked, only told:
+its own readers are marked, and it is re-run after the fix. The marks are recorded by a run (the
+``<domain>__invalidate`` job, which ``mesh invalidate`` executes in its own process): Dagster keeps one
+run-less result per check and partition, so a partition could otherwise be invalidated only once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import dagster as dg
@@ -25,13 +32,16 @@ INVALIDATED_BY_TAG = "mesh/invalidated_by"
 
 @dataclass(frozen=True)
 class Marked:
-    """Partitions of one asset failed as invalid (the root) or suspect (downstream), and why."""
+    """Partitions of one asset failed as invalid (the root) or suspect (downstream), and why; a dbt model's
+    partitions that read them are listed too, not marked (``held`` false)."""
 
     key: dg.AssetKey
     partitions: tuple[str | None, ...]
     reason: str
     sources: tuple[str, ...] = ()
     """``<domain>/<table> <partition>`` of the invalid partitions this one was computed from (suspects)."""
+    held: bool = True
+    """Its ``valid`` check is failed, so its readers wait; false for a dbt model, which has no such check."""
 
     @property
     def suspect(self) -> bool:
@@ -39,7 +49,14 @@ class Marked:
 
     def describe(self) -> str:
         keys = ", ".join(p or "-" for p in self.partitions)
+        if not self.held:
+            return (
+                f"{self.key.to_user_string()} {keys}: computed from it, not marked ({UNHELD}); re-run it after the fix"
+            )
         return f"{self.key.to_user_string()} {keys}: {'suspect' if self.suspect else 'invalid'}"
+
+
+UNHELD = "not a Mesh product's output: no valid check"
 
 
 def _published(instance: dg.DagsterInstance, key: dg.AssetKey, subset: PartitionsSubset | None) -> list[str | None]:
@@ -49,7 +66,9 @@ def _published(instance: dg.DagsterInstance, key: dg.AssetKey, subset: Partition
     return sorted(set(subset.get_partition_keys()) & instance.get_materialized_partitions(key))
 
 
-def _fail(instance: dg.DagsterInstance, marked: Marked, by: str) -> None:
+def failed_checks(instance: dg.DagsterInstance, marked: Marked, by: str) -> Iterator[dg.AssetCheckEvaluation]:
+    """The failed ``valid`` results of ``marked``'s partitions, each pointing at the partition's latest
+    materialization (what it judged), for the invalidation's run to record."""
     description = (
         f"suspect: computed from invalid {', '.join(marked.sources)} ({marked.reason})"
         if marked.suspect
@@ -59,18 +78,16 @@ def _fail(instance: dg.DagsterInstance, marked: Marked, by: str) -> None:
     if marked.sources:
         metadata["invalid_sources"] = dg.MetadataValue.json(list(marked.sources))
     for partition in marked.partitions:
-        instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=marked.key,
-                check_name=VALID,
-                passed=False,
-                partition=partition,
-                severity=dg.AssetCheckSeverity.ERROR,
-                blocking=True,
-                description=description,
-                metadata=metadata,
-                target_materialization_data=target_of(instance, marked.key, partition),
-            )
+        yield dg.AssetCheckEvaluation(
+            asset_key=marked.key,
+            check_name=VALID,
+            passed=False,
+            partition=partition,
+            severity=dg.AssetCheckSeverity.ERROR,
+            blocking=True,
+            description=description,
+            metadata=metadata,
+            target_materialization_data=target_of(instance, marked.key, partition),
         )
 
 
@@ -116,8 +133,7 @@ def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None) 
         table=marked.key.path[-1],
         owner=next(iter(node.owners), ""),
         channel=chats[0] if chats else "",
-        message=f"{invalid} invalidated: {marked.reason}"
-        + (f"; computed from it, {marked.describe()}: consumers wait until it is re-run" if marked.suspect else ""),
+        message=f"{invalid} invalidated: {marked.reason}" + _consequence(marked),
         partitions=[p or "-" for p in marked.partitions],
         checks=[VALID],
         run_id=run_id,
@@ -126,8 +142,15 @@ def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None) 
     )
 
 
+def _consequence(marked: Marked) -> str:
+    if not marked.suspect:
+        return ""
+    return f"; computed from it, {marked.describe()}" + (": consumers wait until it is re-run" if marked.held else "")
+
+
 def notify(graph: AssetGraph, marked: list[Marked], run_id: str | None = None) -> list[str]:
-    """One alert per marked table to its domain's channel; why each alert that could not be sent failed."""
+    """One alert per table reached (marked or not) to its domain's channel; why each alert that could not be
+    sent failed."""
     problems = []
     for m in marked:
         try:
@@ -137,23 +160,44 @@ def notify(graph: AssetGraph, marked: list[Marked], run_id: str | None = None) -
     return problems
 
 
-def invalidate(
+def _names(keys: Iterable[dg.AssetKey]) -> str:
+    return ", ".join(sorted(k.to_user_string() for k in keys)) or "none"
+
+
+def _refusal(graph: AssetGraph, key: dg.AssetKey) -> str:
+    """Why ``key`` cannot be invalidated, and what to do instead."""
+    node, name = graph.get(key), key.to_user_string()
+    if not node.is_executable:
+        readers = _names(k for k in node.child_keys if _has_valid_check(graph, k))
+        return (
+            f"{name} is an external table: Mesh did not publish it and cannot hold its readers on it. Re-land the "
+            "fixed partitions (what read them goes stale and the automation recomputes it), or invalidate what "
+            f"was computed from them (readers: {readers})"
+        )
+    sources = _names(k for k in node.parent_keys if _has_valid_check(graph, k))
+    return (
+        f"{name} is not a Mesh product's output (a dbt model): it has no valid check to fail. Re-run it once "
+        f"fixed (mesh backfill {name} --start .. --end .. --downstream), or invalidate the products it was "
+        f"computed from ({sources})"
+    )
+
+
+def invalidation(
     instance: dg.DagsterInstance,
     graph: AssetGraph,
     asset: str | dg.AssetKey,
     start: str | None,
     end: str | None,
     reason: str,
-    by: str = "mesh invalidate",
 ) -> list[Marked]:
-    """Fail ``valid`` on ``asset``'s published partitions ``start``..``end`` (the table, when unpartitioned) and
-    on every published partition downstream that read them; what was marked, the root first. (The owners are
-    told by :func:`notify`.)"""
+    """What invalidating ``asset``'s published partitions ``start``..``end`` (the table, when unpartitioned)
+    marks: them, then every published partition downstream that read them, the root first; nothing is
+    recorded (:func:`failed_checks` are, by the invalidation's run, and :func:`notify` tells the owners)."""
     if not reason.strip():
         raise BackfillError("an invalidation needs a reason (consumers' owners read it)")
     key = asset if isinstance(asset, dg.AssetKey) else parse_asset_key(asset, graph)
     if not _has_valid_check(graph, key):
-        raise BackfillError(f"{key.to_user_string()} is not a Mesh product's output; only those can be invalidated")
+        raise BackfillError(_refusal(graph, key))
     pdef = graph.get(key).partitions_def
     subset: PartitionsSubset | None = None
     if pdef is not None:
@@ -167,12 +211,7 @@ def invalidate(
     if subset is not None and pdef is not None:
         subset = pdef.empty_subset().with_partition_keys(root)
     sources = tuple(f"{key.to_user_string()} {p}".rstrip() for p in root if p) or (key.to_user_string(),)
-    marked = [Marked(key, tuple(root), reason)]
-    marked += [
-        Marked(child, tuple(partitions), reason, sources)
+    return [Marked(key, tuple(root), reason)] + [
+        Marked(child, tuple(partitions), reason, sources, held=_has_valid_check(graph, child))
         for child, partitions in _suspects(graph, instance, key, subset)
-        if _has_valid_check(graph, child)
     ]
-    for m in marked:
-        _fail(instance, m, by)
-    return marked

@@ -59,22 +59,42 @@ def cmd_stale(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.backfill import BackfillError
-    from mesh_assets.backfill.invalidate import invalidate, notify
+    """The invalidation is checked here first (a refusal creates no run), then recorded by the domain's
+    ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert."""
+    from mesh_assets.backfill import BackfillError, parse_asset_key
+    from mesh_assets.backfill.invalidate import invalidation
+    from mesh_assets.backfill.plan import LAUNCHED_BY_TAG
     from mesh_assets.cli.commands import persistent_instance
-    from mesh_assets.definitions import mesh_definitions
+    from mesh_assets.definitions import INVALIDATE_OP, invalidate_job_name, mesh_definitions
 
-    graph = mesh_definitions().resolve_asset_graph()
+    defs = mesh_definitions()
+    graph = defs.resolve_asset_graph()
     with persistent_instance() as instance:
         try:
-            marked = invalidate(instance, graph, args.asset, args.start, args.end, args.reason)
+            key = parse_asset_key(args.asset, graph)
+            invalidation(instance, graph, key, args.start, args.end, args.reason)
         except BackfillError as exc:
-            console.print(f"[red]error[/red] {exc}; nothing marked", highlight=False)
+            console.print(f"[red]error[/red] {exc}; nothing marked", highlight=False, soft_wrap=True)
             return 2
+        domain, op = key.path[0], f"{key.path[0]}__{INVALIDATE_OP}"
+        config = {"table": key.to_user_string(), "reason": args.reason}
+        config |= {k: v for k, v in (("start", args.start), ("end", args.end)) if v is not None}
+        result = defs.resolve_job_def(invalidate_job_name(domain)).execute_in_process(
+            run_config={"ops": {op: {"config": config}}},
+            instance=instance,
+            tags={LAUNCHED_BY_TAG: "mesh invalidate"},
+            raise_on_error=False,
+        )
+        if not result.success:
+            [failure] = result.get_step_failure_events()
+            console.print(f"[red]error[/red] {failure.step_failure_data.error.message.strip()}", highlight=False)
+            return 2
+    marked, problems = result.output_for_node(op)
     for m in marked:
         console.print(m.describe(), highlight=False, soft_wrap=True)
-    for problem in notify(graph, marked):
+    for problem in problems:
         console.print(f"[yellow]warning[/yellow] {problem}", highlight=False)
-    root = marked[0].key.to_user_string()
+    root = key.to_user_string()
+    console.print(f"Recorded by run {result.run_id}.", highlight=False)
     console.print(f"Re-run or backfill {root} over the range to clear the marks (`mesh backfill {root} ...`).")
     return 0

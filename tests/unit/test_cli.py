@@ -1,15 +1,18 @@
 """``mesh validate`` and ``mesh list`` on fixture meshes and on the real ``domains/`` folder (``cross_domain``: a
-product declared as a Dagster component feeds a Python product of another domain)."""
+product declared as a Dagster component feeds a Python product of another domain); what ``mesh invalidate``
+marks, records and refuses, on partitions recorded as published."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from rich.console import Console
 
 from mesh_assets.cli import main as cli
+from mesh_assets.definitions import domain_definitions
 from mesh_assets.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,3 +127,90 @@ def test_validate_warns_about_an_hourly_table_going_back_years(use_domains, caps
     assert len(warnings) == 1, out  # the daily table from the same date is far below the threshold
     assert warnings[0].startswith("warning domains/clicks/clicks.yaml:7: start_date: clicks.raw_clicks has "), warnings
     assert "hourly partitions since 2020-01-01, more than the 25,000 Dagster's UI lists quickly" in warnings[0]
+
+
+def published(instance, key: list[str], days: list[str]) -> None:
+    """``key``'s ``days`` recorded as published (as a run's materializations are), without computing them."""
+    for day in days:
+        instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(key), partition=day))
+
+
+@pytest.fixture
+def instance_of(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator:
+    """``instance_of(domains)``: the CLI pointed at ``domains`` (the dbt models too, for the example mesh) and at
+    a throwaway instance, which it returns."""
+
+    def use(domains: Path) -> dg.DagsterInstance:
+        home = tmp_path / "dagster"
+        home.mkdir()
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        monkeypatch.setenv("MESH_DOMAINS_DIR", str(domains))
+        if domains != ROOT / "domains":
+            monkeypatch.setenv("MESH_DBT_PROJECT_DIR", str(tmp_path / "no-dbt"))
+        get_settings.cache_clear()
+        return dg.DagsterInstance.from_config(str(home))
+
+    yield use
+    get_settings.cache_clear()
+
+
+def test_mesh_invalidate_and_the_domains_job_mark_what_read_it_anywhere_again_and_refuse_an_external_table(
+    instance_of, capsys: pytest.CaptureFixture[str]
+) -> None:
+    domains = ROOT / "tests" / "fixtures" / "trust" / "domains"
+    instance = instance_of(domains)
+    published(instance, ["tr", "daily_sales"], ["2021-06-01", "2021-06-02"])
+    published(instance, ["tr", "two_day_sales"], ["2021-06-02"])
+    published(instance, ["ledger", "ledger_entries"], ["2021-06-02"])
+
+    assert cli.main(["invalidate", "tr/daily_sales", "--start", "2021-06-02", "--reason", "double counted"]) == 0
+    # found wrong again after a re-run, say: the same partition, from the UI (the tr location's job)
+    job = domain_definitions(domains / "tr" / "definitions.py").resolve_job_def("tr__invalidate")
+    config = {"table": "daily_sales", "start": "2021-06-02", "reason": "still double counted"}
+    again = job.execute_in_process(run_config={"ops": {"tr__mark_invalid": {"config": config}}}, instance=instance)
+
+    out = capsys.readouterr().out
+    assert "tr/two_day_sales 2021-06-02: suspect" in out and "ledger/ledger_entries 2021-06-02: suspect" in out
+    marked, _ = again.output_for_node("tr__mark_invalid")
+    assert [m.describe() for m in marked] == [
+        "tr/daily_sales 2021-06-02: invalid",
+        "tr/two_day_sales 2021-06-02: suspect",
+        "ledger/ledger_entries 2021-06-02: suspect",  # another domain's, which the tr location does not serve
+    ]
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey(["tr", "daily_sales"]), "valid"), 10
+    )
+    assert [r.event.dagster_event.event_specific_data.description for r in history] == [
+        "invalidated: still double counted",
+        "invalidated: double counted",
+    ]
+    assert {r.run_id for r in history} == {r.run_id for r in instance.get_runs()}  # each recorded by its run
+
+    assert cli.main(["invalidate", "tr/raw_sales", "--start", "2021-06-02", "--reason", "bad export"]) == 2
+    refused = capsys.readouterr().out
+    assert "tr/raw_sales is an external table: Mesh did not publish it and cannot hold its readers on it" in refused
+    assert "invalidate what was computed from them (readers: tr/daily_sales); nothing marked" in refused
+    assert len(instance.get_runs()) == 2  # a refusal launches nothing
+
+
+def test_mesh_invalidate_refuses_a_dbt_model_and_names_the_models_it_cannot_mark(
+    instance_of, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = instance_of(ROOT / "domains")
+    published(instance, ["food_delivery", "delivery_times_7_days"], ["2021-06-02"])
+    published(instance, ["analytics", "city_daily_kpis"], ["2021-06-02"])
+
+    assert cli.main(["invalidate", "analytics/city_daily_kpis", "--start", "2021-06-02", "--reason", "x"]) == 2
+    refused = capsys.readouterr().out
+    assert "analytics/city_daily_kpis is not a Mesh product's output (a dbt model): it has no valid check" in refused
+    assert "mesh backfill analytics/city_daily_kpis --start .. --end .. --downstream" in refused
+    assert instance.get_runs() == []
+
+    invalidate = ["invalidate", "food_delivery/delivery_times_7_days", "--start", "2021-06-02", "--reason", "late"]
+    assert cli.main(invalidate) == 0
+    out = capsys.readouterr().out
+    assert "food_delivery/delivery_times_7_days 2021-06-02: invalid" in out
+    assert (
+        "analytics/city_daily_kpis 2021-06-02: computed from it, not marked (not a Mesh product's output: no valid "
+        "check); re-run it after the fix" in out
+    )
