@@ -10,6 +10,7 @@ import pytest
 
 from mesh_assets import MeshResource
 from mesh_assets.automation.observer import build_observer, observe
+from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import DataProduct, ExternalTable
 from mesh_assets.settings import get_settings
@@ -38,9 +39,17 @@ def _tick(
         instance=dg.DagsterInstance.ephemeral(), cursor=cursor, resources={"mesh": mesh}
     ) as context:
         result = sensor(context)
-    keys = [e.partition for e in result.asset_events]
     assert all(e.asset_key == asset for e in result.asset_events)
-    return keys, result.cursor
+    events = result.asset_events
+    reported = [e for e in events if isinstance(e, dg.AssetMaterialization)]
+    observed = events[: len(events) - len(reported)]
+    # each reported partition is observed first (what Dagster's staleness reads), with the same data version:
+    # the newest commit that changed it
+    assert all(isinstance(e, dg.AssetObservation) for e in observed)
+    assert [(e.partition, e.tags) for e in observed] == [(e.partition, e.tags) for e in reported]
+    versions = [e.tags[DATA_VERSION_TAG] for e in reported]
+    assert versions == [f"delta-v{e.metadata['delta_version'].value}" for e in reported]
+    return [e.partition for e in reported], result.cursor
 
 
 def test_observer_reports_exactly_the_partitions_each_commit_touched(spark, tmp_path) -> None:

@@ -53,7 +53,7 @@ def tick(
     ) as context:
         result = sensor(context)
     assert all(e.asset_key == EVENTS for e in result.asset_events)
-    return [e.partition for e in result.asset_events], result
+    return [e.partition for e in result.asset_events if isinstance(e, dg.AssetMaterialization)], result
 
 
 def observer(tmp_path: Path, spec: DataProduct = HOURLY) -> tuple[dg.SensorDefinition, MeshResource, str]:
