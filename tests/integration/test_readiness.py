@@ -3,6 +3,8 @@ writes only its own partitions, also when it creates the table."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from pyspark.sql import functions as F
+from trust import DAILY, DOMAINS, Sales
+from webserver import BIN
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -151,3 +155,33 @@ def test_every_write_refuses_rows_outside_its_partitions_also_the_first(spark, t
     rows = spark.read.format("delta").load(shifted.location()).collect()
     assert sorted((r["id"], r["p_date"]) for r in rows) == [(0, date(2021, 6, 2)), (1, date(2021, 6, 2))]
     assert date(2021, 6, 2) + timedelta(days=1) not in {r["p_date"] for r in rows}
+
+
+def test_a_manual_cli_run_of_a_day_not_ready_fails_naming_the_input_and_writes_nothing(spark, tmp_path):
+    """``dagster asset materialize --partition`` as an operator types it, in its own process, on the instance
+    the observer reports to: raw sales landed for 2021-06-01 only, the daily total of 2021-06-02 asked for."""
+    home = tmp_path / "dagster"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        sales = Sales(spark, tmp_path / "warehouse", instance)
+        sales.land("2021-06-01", [1, 2])
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MESH_WAREHOUSE": str(tmp_path / "warehouse")}
+    command = [str(BIN / "dagster"), "asset", "materialize", "-f", str(DOMAINS / "tr" / "definitions.py")]
+
+    run = subprocess.run(
+        [*command, "--select", "tr/daily_sales", "--partition", "2021-06-02"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+    assert run.returncode != 0
+    output = run.stdout + run.stderr
+    assert "partition 2021-06-02 not computed: tr.raw_sales 2021-06-02 (not published)" in output
+    assert "2021-06-01 (not published)" not in output
+    assert not Path(sales.mesh.registry.location(*DAILY.path)).exists()  # nothing was written
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        [failed] = instance.get_runs()
+        assert failed.status == dg.DagsterRunStatus.FAILURE
+        assert instance.get_materialized_partitions(DAILY) == set()
