@@ -64,11 +64,15 @@ class World:
         return spark.read.format("delta").load(self.mesh.registry.location(domain, table))
 
 
-def new_world(spark, base: Path, day_count: int = 14) -> World:
+def new_world(spark, base: Path, day_count: int = 14, on_disk: bool = False) -> World:
     mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
     landed = tuple(days(START, day_count))
     land_all(spark, mesh.registry, landed)
-    world = World(mesh, dg.DagsterInstance.ephemeral(), mesh_definitions(ROOT / "domains"), landed)
+    instance = dg.DagsterInstance.ephemeral()
+    if on_disk:
+        (base / "dagster").mkdir()
+        instance = dg.DagsterInstance.from_config(str(base / "dagster"))
+    world = World(mesh, instance, mesh_definitions(ROOT / "domains"), landed)
     world.observe()
     world.materialize(DIMENSIONS)
     return world
@@ -78,6 +82,9 @@ def new_world(spark, base: Path, day_count: int = 14) -> World:
 def world(spark, tmp_path_factory, request: pytest.FixtureRequest) -> Iterator[World]:
     """A fresh world per test module: modules may change its data without affecting others.
 
-    A module may set ``WORLD_DAYS`` to land fewer days than 14: each landed day costs Delta commits.
+    A module may set ``WORLD_DAYS`` to land fewer days than 14: each landed day costs Delta commits; and
+    ``WORLD_ON_DISK`` to keep the instance in ``<world>/dagster``, where the ``mesh`` CLI can read it.
     """
-    yield new_world(spark, tmp_path_factory.mktemp("world"), getattr(request.module, "WORLD_DAYS", 14))
+    base = tmp_path_factory.mktemp("world")
+    module = request.module
+    yield new_world(spark, base, getattr(module, "WORLD_DAYS", 14), getattr(module, "WORLD_ON_DISK", False))

@@ -6,14 +6,18 @@ from datetime import date
 
 import dagster as dg
 import pytest
+from rich.console import Console
 
 from mesh_assets.backfill import plan_backfill
+from mesh_assets.cli import main as cli
+from mesh_assets.settings import get_settings
 from mesh_examples import generator
 from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 
 WORLD_DAYS = 12  # 2021-06-01..12: every 7-day window containing 06-04..06 ends by 06-12
+WORLD_ON_DISK = True  # the CLI reads the world's instance
 ORDERS = ["food_delivery", "orders"]
 WEEKLY = [["food_delivery", "orders_7_days"], ["food_delivery", "delivery_times_7_days"]]
 FIXED = (date(2021, 6, 4), date(2021, 6, 6))
@@ -33,10 +37,13 @@ def land(world, seed):
     land_raw_orders(world.mesh.spark, world.mesh.registry, *FIXED, rows)
 
 
-def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition_and_plans_no_other(world):
+def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition_and_plans_no_other(
+    world, monkeypatch, capsys
+):
     """Six days materialized, two of them fixed: the plan holds the windows that can be computed (06-02..06-06)
-    and leaves out those past the last materialized day, whose other inputs never existed; running it leaves
-    no partition computed from the old data. (Runs first: the next test materializes all twelve days.)"""
+    and leaves out those past the last materialized day, whose other inputs never existed, and ``mesh backfill
+    --downstream --dry-run`` prints both; running it writes every planned partition again and leaves no
+    partition computed from the old data. (Runs first: the next test materializes all twelve days.)"""
     six = [ORDERS, *WEEKLY]
     world.materialize(six, start="2021-06-01", end="2021-06-06")
     right = {tuple(k): snapshot(world, k, "2021-06-02") for k in WEEKLY}
@@ -58,16 +65,51 @@ def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition
         "food_delivery/delivery_times_7_days": ["2021-06-02..2021-06-06"],
         "food_delivery/orders_7_days": ["2021-06-02..2021-06-06"],
     }
-    assert {item.describe() for item in plan.left_out} == {
+    left_out = {
         f"food_delivery/{table} 2021-06-07..2021-06-09 (3): food_delivery/orders 2021-06-07..2021-06-09 (3) "
         "never materialized"
         for table in ("delivery_times_7_days", "orders_7_days")
     }
+    assert {item.describe() for item in plan.left_out} == left_out
+    printed = dry_run(world, monkeypatch, capsys, "food_delivery.orders", "2021-06-02", "2021-06-03")
+    assert all(f"  {line}" in printed for line in left_out) and "Dry run: nothing launched." in printed
+    assert "│ food_delivery/orders_7_days" in printed and "2021-06-02..2021-06-06" in printed
+    before = {tuple(k): delta_versions(world, k) for k in WEEKLY}
+
     for key, rng in plan.runs():
         assert world.materialize([list(key.path)], start=rng.start, end=rng.end).success
+
     assert {tuple(k): snapshot(world, k, "2021-06-02") for k in WEEKLY} == right
     for key in WEEKLY:
         assert max(world.instance.get_materialized_partitions(dg.AssetKey(key))) == "2021-06-06"
+        after, old = delta_versions(world, key), before[tuple(key)]
+        assert after["2021-06-01"] == old["2021-06-01"]  # its window ends before the fixed days
+        assert all(after[day] > max(old.values()) for day in after if day != "2021-06-01")  # each written again
+
+
+def delta_versions(world, key: list[str]) -> dict[str, int]:
+    """The Delta version that last published each partition of ``key``, as its materializations record it."""
+    asset = dg.AssetKey(key)
+    out = {}
+    for day in sorted(world.instance.get_materialized_partitions(asset)):
+        [record] = world.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[day]), limit=1
+        ).records
+        out[day] = record.asset_materialization.metadata["delta_version"].value
+    return out
+
+
+def dry_run(world, monkeypatch, capsys, asset: str, start: str, end: str) -> str:
+    """``mesh backfill <asset> --start .. --end .. --downstream --dry-run`` on the world's instance: what it prints."""
+    monkeypatch.setenv("DAGSTER_HOME", world.instance.root_directory)
+    monkeypatch.setenv("MESH_DBT_PROJECT_DIR", f"{world.instance.root_directory}/no-dbt")  # the world has none
+    monkeypatch.setattr(cli, "console", Console(width=250, no_color=True, highlight=False))
+    get_settings.cache_clear()
+    try:
+        assert cli.main(["backfill", asset, "--start", start, "--end", end, "--downstream", "--dry-run"]) == 0
+    finally:
+        get_settings.cache_clear()
+    return capsys.readouterr().out
 
 
 def test_fixing_orders_and_backfilling_downstream_makes_the_7_day_tables_right(world):
