@@ -27,8 +27,6 @@ from mesh_assets.checks.results import target_of
 from mesh_assets.compat import AssetGraph, PartitionsSubset
 from mesh_assets.model.checks import VALID
 
-INVALIDATED_BY_TAG = "mesh/invalidated_by"
-
 
 @dataclass(frozen=True)
 class Marked:
@@ -143,9 +141,12 @@ def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None) 
 
 
 def _consequence(marked: Marked) -> str:
+    """What the invalidation means for ``marked``'s table, after the reason."""
     if not marked.suspect:
         return ""
-    return f"; computed from it, {marked.describe()}" + (": consumers wait until it is re-run" if marked.held else "")
+    if not marked.held:
+        return f"; {marked.describe()}"
+    return f"; computed from it, {marked.describe()}: consumers wait until it is re-run"
 
 
 def notify(graph: AssetGraph, marked: list[Marked], run_id: str | None = None) -> list[str]:
