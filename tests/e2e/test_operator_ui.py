@@ -3,7 +3,7 @@
 The webserver and the daemon serve ``workspace.yaml`` (one code location per domain) over a throwaway
 instance. ``food_delivery.orders`` has three published days, one day refused by its blocking not-null
 check, and three landed days that the operator backfills from the launch dialog; the daemon runs the
-range as one run and the rows land in Delta.
+range as one run and the rows land in Delta. Last, a published day is invalidated.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from pyspark.sql import functions as F
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.backfill import BackfillProgress, Webserver, backfill_progress
+from mesh_assets.cli.main import main
+from mesh_assets.model.checks import VALID
+from mesh_assets.settings import get_settings
 from mesh_assets.storage.tables import TableRegistry
 from mesh_examples import generator
 from mesh_examples.landing import land_raw_orders
@@ -228,3 +231,25 @@ def wait_for_backfill(world: OperatorWorld, backfill_id: str) -> BackfillProgres
             return progress
         assert time.monotonic() < deadline, f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT}s: {progress}"
         time.sleep(3)
+
+
+def test_an_invalidated_day_shows_its_failed_valid_check(world, browser_page, screenshots, monkeypatch, capsys):
+    """``mesh invalidate`` on a published day, as an operator types it; the UI shows why consumers now wait."""
+    day, reason = PUBLISHED[1].isoformat(), "refunds counted twice"
+    for name, value in {"DAGSTER_HOME": world.instance.root_directory, "MESH_HOME": world.warehouse.parent}.items():
+        monkeypatch.setenv(name, str(value))
+    get_settings.cache_clear()
+    try:
+        assert main(["invalidate", "food_delivery/orders", "--start", day, "--reason", reason]) == 0
+    finally:
+        get_settings.cache_clear()
+    assert f"food_delivery/orders {day}: invalid" in capsys.readouterr().out
+
+    page = browser_page
+    page.goto("/assets/food_delivery/orders?view=partitions")
+    page.get_by_role("tab", name="Checks").click()
+    status = page.get_by_title(VALID, exact=True).first.locator("xpath=following-sibling::span")
+    expect(status).to_have_text("Failed")
+    page.get_by_title(VALID, exact=True).first.click()
+    expect(page.get_by_text(f"invalidated: {reason}")).to_be_visible()
+    shoot(page, screenshots, "invalidated-partition")
