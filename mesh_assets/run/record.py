@@ -44,11 +44,14 @@ def table_schema(schema: StructType) -> dg.TableSchema:
 
 def published_metadata(result: WriteResult) -> dict[str, Any]:
     """What every materialization of a commit carries: the table's columns, the Delta version, the location."""
-    return {
+    metadata = {
         "dagster/column_schema": table_schema(result.schema),
         "delta_version": result.version,
         "location": result.location,
     }
+    if result.written_again_after:  # another writer created the table first; this write went into it
+        metadata["written_again_after"] = result.written_again_after
+    return metadata
 
 
 def data_version(version: int) -> dg.DataVersion:

@@ -53,6 +53,8 @@ class WriteResult:
     rows: int
     partition_rows: dict[str, int]
     schema: StructType
+    written_again_after: str | None = None
+    """The conflict this write recovered from (another writer created the table first), when it did."""
 
 
 def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[datetime] | None = None) -> str:
@@ -219,6 +221,7 @@ def commit(
             partitions=partitions,
         )
         writer = writer.options(**options)
+    again = None
     try:
         writer.save(location)
     except Exception as exc:
@@ -230,4 +233,6 @@ def commit(
             else None
         )
         before = _into_table_created_meanwhile(spark, writer, exc, location, name or location, keys, ours)
-    return WriteResult(location, committed_version(location, metadata, before), rows, published, staged.schema)
+        again = type(exc).__name__
+    version = committed_version(location, metadata, before)
+    return WriteResult(location, version, rows, published, staged.schema, written_again_after=again)
