@@ -1,14 +1,14 @@
-"""What changed between a base and the working tree, product by product and table by table, and which changes
-break the tables' readers.
+"""What changed between a base and the working tree, product by product and table by table, and which changes break the
+tables' readers.
 
 Against a git base each table's declaration is compared field by field (its spec, its inputs, its SQL or code);
-against the instance (no base), each published partition's recorded code version and revision with the ones
-the working tree computes. A table's schema change is judged against the published table (the columns its
-newest commit recorded) or, never published, the base's declared contract; the new schema is the declared
-``contract``, or without one the columns a SQL product's query names (by name only; a PySpark product's are
-Spark's to find, so without a contract its schema is not judged). Breaking: a dropped or retyped column, other partitioning, no longer published,
-removed while readable. A breaking change to a table the base published is what ``mesh plan`` refuses: the
-change belongs in a new major version beside it.
+against the instance (no base), each published partition's recorded code version and revision with the ones the
+working tree computes. A table's schema change is judged against the published table (the columns its newest commit
+recorded) or, never published, the base's declared contract; the new schema is the declared ``contract``, or without
+one the columns a SQL product's query names (by name only; a PySpark product's are Spark's to find, so without a
+contract its schema is not judged). Breaking: a dropped or retyped column, other partitioning, no longer published,
+removed while readable. A breaking change to a table the base published is what ``mesh plan`` refuses: the change
+belongs in a new major version beside it.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillPlan, PlannedAsse
 from mesh_assets.change.diff import Change, ProductDiff, TableDiff
 from mesh_assets.change.records import InstanceRecords
 from mesh_assets.compat import AssetGraph, PartitionsSubset
+from mesh_assets.model.lifecycle import Status
 
 BASE_TAG = "mesh/plan_base"
 
@@ -134,7 +135,7 @@ def _downstream(
         if key not in reached:
             continue
         for child in sorted(graph.get(key).child_keys):
-            if not graph.get(child).is_executable:
+            if not graph.get(child).is_executable or graph.get(child).tags.get("status") == Status.RETIRED:
                 continue
             mapped = downstream_partitions(graph, key, reached[key], child)
             published = _published(graph, records, child)

@@ -206,6 +206,13 @@ def test_without_a_base_the_plan_compares_with_what_the_instance_published(repo,
         "reports/daily_revenue": (["2021-06-01"], 1, 1, "reads shop/orders"),
     }
 
+    repo.edit("finance/ledger.yaml", "start_date:", "status: retired\nstart_date:")  # a retired reader is left alone
+    code, plan = plan_json(capsys)
+    [ledger] = plan["products"]  # its revision changed, not its code: the instance's partitions are not stale
+    assert ledger["product"] == "finance/ledger"
+    assert ledger["fields"][0].startswith(f"revision {repo.graph.get('finance', 'ledger').revision} -> ")
+    assert set(partitions(plan)) == {"shop/orders", "reports/daily_revenue"}
+
 
 def test_a_base_that_cannot_be_read_plans_nothing(repo, capsys):
     assert main.main(["plan", "--base", "no-such-ref"]) == 2
