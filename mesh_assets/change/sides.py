@@ -41,7 +41,10 @@ def side_of(label: str, entries: dict[str, DomainEntry], extra: Iterable[Table] 
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    except OSError as exc:
+        raise BaseUnavailable(f"git cannot run here ({exc.strerror or exc})") from None
 
 
 def git_entries(ref: str, domains_dir: Path, timeout: float) -> dict[str, DomainEntry]:

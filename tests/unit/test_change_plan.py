@@ -13,10 +13,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from planning import planning_instance
 from rich.console import Console
 
 from mesh_assets import definitions
-from mesh_assets.cli import commands, main
+from mesh_assets.cli import main
 from mesh_assets.compat import CODE_VERSION_TAG
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
@@ -66,14 +67,11 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, domains: list[Path
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "-c", "user.name=Mesh", "-c", "user.email=mesh@example.com", "commit", "-q", "-m", "base")
-    home = tmp_path / "dagster"
-    home.mkdir()
     monkeypatch.setenv("MESH_DOMAINS_DIR", str(root / "domains"))
-    monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
-    monkeypatch.setattr(definitions, "mesh_definitions", lambda: REAL_DEFINITIONS(root / "domains"))
     monkeypatch.setattr(main, "console", Console(width=250, no_color=True, highlight=False))
     get_settings.cache_clear()
-    return Repo(root, root / "domains", dg.DagsterInstance.local_temp(str(home)))
+    instance = planning_instance(monkeypatch, tmp_path, lambda: REAL_DEFINITIONS(root / "domains"))
+    return Repo(root, root / "domains", instance)
 
 
 @pytest.fixture
