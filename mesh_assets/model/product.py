@@ -18,6 +18,7 @@ from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.names import Identifier, split_table_ref
+from mesh_assets.settings import EngineMode
 
 Tier = Literal["t1", "t2", "t3"]
 Classification = Literal["l0", "l1", "l2", "l3"]
@@ -230,6 +231,9 @@ class DataProduct(Strict):
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
     start_date: date = date(2021, 1, 1)
+    engine: EngineMode | None = None
+    """Where the product's runs compute and publish (``session`` or ``submit``); unset, the deployment's
+    ``engine.mode``."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None

@@ -1,0 +1,117 @@
+"""Engine modes as settings and specs decide them, without starting anything: where a product's body runs,
+the spark-submit command a submit run launches, EMR Serverless's job parameters, and the settings and specs
+that are refused before a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from mesh_assets.engine.submit import submit_command
+from mesh_assets.graph.discovery import domain_folder, load_domain
+from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.run.app import APPLICATION
+from mesh_assets.run.emr_serverless import submit_parameters
+from mesh_assets.run.pipeline import engine_mode
+from mesh_assets.settings import EngineMode, MeshSettings
+
+SPEC = """\
+name: orders
+owner: team@example.com
+contacts: [{kind: chat, value: "#orders"}]
+external:
+  - {table: raw_orders}
+tables:
+  - table: orders
+    inputs: [{table: raw_orders}]
+    sql: SELECT id FROM shop.raw_orders
+"""
+
+
+def shop(tmp_path: Path, extra: str = "") -> Path:
+    folder = tmp_path / "domains" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "orders.yaml").write_text(SPEC + extra)
+    return folder
+
+
+def test_a_product_engine_overrides_the_deployments_mode(tmp_path: Path) -> None:
+    folder = shop(tmp_path, "engine: submit\n")
+    specs = load_domain(folder)
+    node = MeshGraph({"shop": specs}).node("shop", "orders")
+    assert engine_mode(node, MeshSettings()) is EngineMode.SUBMIT
+    assert domain_folder(node.product) == folder.resolve()
+    (folder / "orders.yaml").write_text(SPEC + "engine: session\n")
+    node = MeshGraph({"shop": load_domain(folder)}).node("shop", "orders")
+    assert engine_mode(node, MeshSettings(engine={"mode": "submit"})) is EngineMode.SESSION
+    (folder / "orders.yaml").write_text(SPEC)
+    node = MeshGraph({"shop": load_domain(folder)}).node("shop", "orders")
+    assert engine_mode(node, MeshSettings(engine={"mode": "submit"})) is EngineMode.SUBMIT
+
+
+def test_an_unknown_engine_is_refused_naming_the_file_line_and_field(tmp_path: Path) -> None:
+    specs = load_domain(shop(tmp_path, "engine: cluster\n"))
+    assert [(Path(e.file).name, e.line, e.field, e.message) for e in specs.errors] == [
+        ("orders.yaml", 10, "engine", "Input should be 'session' or 'submit'")
+    ]
+
+
+def test_a_submit_run_is_spark_submit_in_client_mode_configured_like_a_session(tmp_path: Path) -> None:
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "delta-spark_4.2_2.13-4.4.0.jar").touch()
+    (jars / ".complete").write_text("pom")
+    settings = MeshSettings(home=tmp_path / "home", jars_dir=jars, spark={"master": "spark://10.0.0.5:7077"})
+    command = submit_command(settings, "mesh shop.orders", APPLICATION)
+
+    assert Path(command[0]).name == "spark-submit" and Path(command[0]).exists()
+    assert command[1:7] == [
+        "--master",
+        "spark://10.0.0.5:7077",
+        "--deploy-mode",
+        "client",
+        "--name",
+        "mesh shop.orders",
+    ]
+    assert command[5:7] == ["--name", "mesh shop.orders"]
+    confs = dict(c.split("=", 1) for c in command[8:-1:2])
+    assert confs["spark.jars"] == str(jars / "delta-spark_4.2_2.13-4.4.0.jar")
+    assert confs["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert confs["spark.sql.session.timeZone"] == "UTC"
+    assert command[-1] == str(APPLICATION) and APPLICATION.exists()
+    # Python puts the application's folder first on sys.path: nothing there may shadow an installed module
+    assert sorted(p.name for p in APPLICATION.parent.glob("*.py")) == ["__init__.py", "mesh_remote.py"]
+
+
+def test_an_emr_serverless_job_gets_delta_and_utc_then_the_settings_parameters() -> None:
+    extra = "--conf spark.archives=s3://lake/mesh-env.tar.gz#environment"
+    settings = MeshSettings(
+        engine={
+            "launcher": "emr-serverless",
+            "emr_serverless": {
+                "application_id": "00abc",
+                "execution_role_arn": "arn:aws:iam::1:role/mesh",
+                "bucket": "lake",
+                "spark_submit_parameters": extra,
+            },
+        }
+    )
+    parameters = submit_parameters(settings)
+    assert "--conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in parameters
+    assert "--conf spark.sql.session.timeZone=UTC" in parameters
+    assert parameters.endswith(extra)
+    assert "spark.jars" not in parameters  # the laptop's jar cache means nothing on EMR
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"engine": {"mode": "submit"}, "spark": {"master": "sc://127.0.0.1:15002"}}, "not Spark Connect's"),
+        ({"engine": {"launcher": "emr-serverless"}}, "needs engine.emr_serverless.application_id"),
+    ],
+)
+def test_settings_that_cannot_launch_are_refused(values: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        MeshSettings(**values)
