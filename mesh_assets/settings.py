@@ -170,6 +170,20 @@ class S3Settings(BaseModel):
     """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
 
 
+class ComputeLogSettings(BaseModel):
+    """Where runs' stdout and stderr are kept (a launched application's driver output among them): Dagster's
+    files under ``dagster_home``, or, with a ``bucket``, S3 through dagster-aws's ``S3ComputeLogManager``, so the UI
+    shows them whichever machine ran the step. ``mesh setup`` writes it into the instance; the endpoint and
+    region are the ``s3`` settings', credentials the environment's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bucket: str | None = None
+    prefix: str = "dagster/compute-logs"
+    upload_interval_seconds: int = Field(default=30, ge=1)
+    """How often a running step's output is uploaded (it is uploaded whole when the step ends)."""
+
+
 class MeshSettings(BaseSettings):
     """Everything that differs between a laptop and production."""
 
@@ -191,6 +205,7 @@ class MeshSettings(BaseSettings):
     reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and
     ``DAGSTER_PG_DB``, read by Dagster when the instance loads."""
     s3: S3Settings = Field(default_factory=S3Settings)
+    compute_logs: ComputeLogSettings = Field(default_factory=ComputeLogSettings)
     discovery_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long one domain's Python files may take to load in their own process before the domain is reported
     as hanging (its tables unknown to the others; see ``mesh_assets/graph/isolate.py``)."""

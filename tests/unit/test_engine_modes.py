@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from pydantic import ValidationError
 
+from mesh_assets.cli import commands
 from mesh_assets.engine.submit import submit_command
 from mesh_assets.graph.discovery import domain_folder, load_domain
 from mesh_assets.graph.resolve import MeshGraph
@@ -115,3 +117,23 @@ def test_an_emr_serverless_job_gets_delta_and_utc_then_the_settings_parameters()
 def test_settings_that_cannot_launch_are_refused(values: dict, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         MeshSettings(**values)
+
+
+def test_compute_logs_on_s3_are_written_into_the_instance(tmp_path: Path) -> None:
+    settings = MeshSettings(
+        compute_logs={"bucket": "mesh-logs", "prefix": "runs"},
+        s3={"endpoint": "http://127.0.0.1:9000", "region": "eu-west-1"},
+    )
+    (tmp_path / "dagster.yaml").write_text(commands.instance_yaml("sqlite", settings))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        manager = instance.compute_log_manager
+        assert type(manager).__name__ == "S3ComputeLogManager"
+        assert manager.inst_data.config_dict == {
+            "bucket": "mesh-logs",
+            "prefix": "runs",
+            "upload_interval": 30,
+            "endpoint_url": "http://127.0.0.1:9000",
+            "use_ssl": False,
+            "region": "eu-west-1",
+        }
+    assert "compute_logs" not in commands.instance_yaml("sqlite", MeshSettings())
