@@ -4,20 +4,30 @@ that are refused before a run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from pydantic import ValidationError
+from pyspark.sql.types import LongType, StructField, StructType
 
+from mesh_assets.checks.outcomes import CheckOutcome, failed_partitions
 from mesh_assets.cli import commands
 from mesh_assets.engine.submit import submit_command
 from mesh_assets.graph.discovery import domain_folder, load_domain
 from mesh_assets.graph.resolve import MeshGraph
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.app import APPLICATION
 from mesh_assets.run.emr_serverless import submit_parameters
+from mesh_assets.run.outcome import RunOutcome, outcome_from_json, outcome_json
 from mesh_assets.run.pipeline import engine_mode
+from mesh_assets.run.publish import RowsOutsidePartitions
+from mesh_assets.run.remote import failure_json
+from mesh_assets.run.submit import SubmittedRunFailed, reported_outcome
 from mesh_assets.settings import EngineMode, MeshSettings
+from mesh_assets.storage.writer import WriteResult
 
 SPEC = """\
 name: totals
@@ -134,3 +144,46 @@ def test_compute_logs_on_s3_are_written_into_the_instance(tmp_path: Path) -> Non
             "region": "eu-west-1",
         }
     assert "compute_logs" not in commands.instance_yaml("sqlite", MeshSettings())
+
+
+def totals_node(tmp_path: Path):
+    return MeshGraph({"shop": load_domain(shop(tmp_path))}).node("shop", "totals")
+
+
+def test_an_outcome_survives_its_trip_from_the_application_to_the_step(tmp_path: Path) -> None:
+    node = totals_node(tmp_path)
+    valid = next(c for c in node.table.checks if c.check_name == "valid")
+    part = PartitionRange.from_keys(Grain.DAILY, "2021-06-01", "2021-06-03")
+    checks = [
+        CheckOutcome(valid, "2021-06-01", True),
+        CheckOutcome(valid, "2021-06-02", False, 2, [{"orders": 1}], {"drift": ["orders: int -> bigint"]}, "boom"),
+    ]
+    outcome = RunOutcome(
+        WriteResult("/wh/shop/totals", 4, 7, {"2021-06-01": 7}, StructType([StructField("orders", LongType())])),
+        part,
+        checks,
+        failed_partitions(checks),
+        reads=["/wh/shop/raw"],
+        undeclared_reads=("/wh/x/y",),
+        undeclared_names=("x.y",),
+        column_lineage={"orders": [("/wh/shop/raw", "id")]},
+        blocked={"2021-06-03": ["shop.raw 2021-06-03 (not published)"]},
+    )
+    sent = json.loads(json.dumps(outcome_json(outcome)))  # what a Pipes message carries
+    assert outcome_from_json(sent, node, part) == outcome
+
+
+def test_a_failure_in_the_application_fails_the_step_with_its_own_words(tmp_path: Path) -> None:
+    refused = RowsOutsidePartitions(
+        description="shop.totals: rows outside the run's partitions 2021-06-01 were refused, nothing was written",
+        metadata={"partitions_outside_the_run": ["2021-06-02"]},
+    )
+    message = json.loads(json.dumps({"failure": failure_json(refused)}))
+    node = totals_node(tmp_path)
+    with pytest.raises(SubmittedRunFailed) as raised:
+        reported_outcome([message], node, None)
+    assert raised.value.description == refused.description
+    assert raised.value.metadata["partitions_outside_the_run"].value == ["2021-06-02"]
+    assert raised.value.metadata["error"].value == "RowsOutsidePartitions"
+    with pytest.raises(dg.Failure, match=r"shop\.totals: the Spark application reported no outcome"):
+        reported_outcome([], node, None)
