@@ -103,7 +103,7 @@ def failure_json(exc: Exception) -> dict[str, Any]:
     return {"error": type(exc).__name__, "description": f"{type(exc).__name__}: {exc}", "metadata": {}}
 
 
-def run_request(extras: dict[str, Any], log: logging.Logger) -> dict[str, Any]:
+def outcome_message(extras: dict[str, Any], log: logging.Logger) -> dict[str, Any]:
     """Run the requested body; its outcome, or its failure, as the message to report."""
     try:
         node, plan = rebuilt_node(extras["node"]), RunPlan.from_json(extras["plan"])
@@ -127,7 +127,7 @@ def main() -> int:
     loader, writer = pipes_io(params.load_context_params())
     try:
         with open_dagster_pipes(params_loader=params, context_loader=loader, message_writer=writer) as pipes:
-            pipes.report_custom_message(run_request(pipes.extras, pipes.log))
+            pipes.report_custom_message(outcome_message(pipes.extras, pipes.log))
     finally:
         stop_spark()
     return 0
