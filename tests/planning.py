@@ -3,6 +3,7 @@ of its products) are reported published, and the CLI pointed at it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -19,12 +20,15 @@ def published(instance: dg.DagsterInstance, table: str, days: int) -> None:
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=f"2021-06-{day:02d}"))
 
 
-def planning_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mesh: dg.Definitions) -> dg.DagsterInstance:
-    """The instance ``mesh backfill`` reads what is published from; it plans over ``mesh``."""
+def planning_instance(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mesh: dg.Definitions | Callable[[], dg.Definitions]
+) -> dg.DagsterInstance:
+    """The instance ``mesh backfill`` (and ``mesh plan``) reads what is published from; it plans over ``mesh``
+    (or what ``mesh()`` builds when the command asks, for a mesh that changes during the test)."""
     home = tmp_path / "dagster"
     home.mkdir()
     monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
-    monkeypatch.setattr(definitions, "mesh_definitions", lambda: mesh)
+    monkeypatch.setattr(definitions, "mesh_definitions", mesh if callable(mesh) else lambda: mesh)
     return dg.DagsterInstance.local_temp(str(home))
 
 

@@ -55,12 +55,15 @@ class Product:
         description: str = "",
         tier: str = "t3",
         classification: str = "l1",
+        status: str = "active",
+        sunset: date | str | None = None,
         tags: Mapping[str, str] | None = None,
         cron: str | None = None,
         rerun_history: bool = True,
         start_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
+        engine: str | None = None,
     ) -> None:
         caller = sys._getframe(1)  # one frame up, for the line; not the whole stack with its source files
         self.source_file = _LOADING.get() or Path(caller.f_code.co_filename)
@@ -72,6 +75,8 @@ class Product:
             "description": description,
             "tier": tier,
             "classification": classification,
+            "status": status,
+            "sunset": sunset,
             "tags": dict(tags or {}),
             "cron": cron,
             "rerun_history": rerun_history,
@@ -81,6 +86,8 @@ class Product:
             self.fields["start_date"] = start_date
         if domain is not None:
             self.fields["domain"] = domain
+        if engine is not None:
+            self.fields["engine"] = engine
         self.transformations: list[dict[str, Any]] = []
 
     def transformation(
