@@ -63,7 +63,8 @@ def observer(tmp_path: Path, spec: DataProduct = HOURLY) -> tuple[dg.SensorDefin
     return sensor, mesh, mesh.registry.location("central", "raw_events")
 
 
-def test_optimize_reports_nothing_and_requests_no_run_but_a_delete_is_reported(spark, tmp_path) -> None:
+def test_maintenance_commits_report_nothing_and_request_no_run_but_a_delete_is_reported(spark, tmp_path) -> None:
+    """OPTIMIZE, ZORDER and VACUUM rewrite or delete files without changing the data: no partition is reported."""
     sensor, mesh, location = observer(tmp_path)
     land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")
     land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")  # two small files per hour
@@ -74,6 +75,19 @@ def test_optimize_reports_nothing_and_requests_no_run_but_a_delete_is_reported(s
     keys, result = tick(sensor, mesh, first.cursor)
     assert keys == [] and result.run_requests == []
     assert json.loads(result.cursor)["central.raw_events"]["version"] == 2  # read past it, never again
+
+    spark.sql(f"OPTIMIZE delta.`{location}` ZORDER BY (id)")  # version 3: rewrites each hour's file again
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:  # versions 4 and 5: VACUUM START and END, deleting the files the rewrites replaced
+        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    operations = [h["operation"] for h in DeltaTable(location).history()]
+    assert operations[:3] == ["VACUUM END", "VACUUM START", "OPTIMIZE"]
+    assert len(list(Path(location).glob("p_hour=*/*.parquet"))) == 2  # one file per hour is left
+    keys, result = tick(sensor, mesh, result.cursor)
+    assert keys == [] and result.run_requests == []
+    assert json.loads(result.cursor)["central.raw_events"]["version"] == 5
 
     spark.sql(f"DELETE FROM delta.`{location}` WHERE p_hour = TIMESTAMP'2021-06-01 01:00:00' AND id = 0")
     assert tick(sensor, mesh, result.cursor)[0] == ["2021-06-01-01:00"]
