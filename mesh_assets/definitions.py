@@ -27,7 +27,7 @@ from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all, load_domain
-from mesh_assets.graph.isolate import catalog_tables, discover_all
+from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError, relative
@@ -238,7 +238,9 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
     """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
-    (to the owners the models' meta names), Mesh and dbt."""
+    (to the owners the models' meta names), Mesh and dbt. A model reading a table the mesh does not have, or
+    another domain's internal table, is refused here as ``mesh validate`` refuses it (other domains from the
+    catalog)."""
     from mesh_assets.automation.sensors import automation_sensor
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
     from mesh_assets.dbt.catalog import dbt_tables
@@ -246,7 +248,12 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     models = build_dbt_assets(project, manifest_path)
     domains = sorted({key.path[0] for key in models.keys})
     manifest = manifest_path or (Path(project.manifest_path) if project else None)
-    tables = [t for t in dbt_tables(manifest) if t.key in models.keys]
+    every = dbt_tables(manifest)
+    settings = get_settings()
+    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
+    if errors := validate_catalog(entries, every, only=set(domains)):  # what `mesh validate` refuses of them
+        raise SpecValidationError(errors)
+    tables = [t for t in every if t.key in models.keys]
     alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
     return dg.Definitions(
         assets=[models],

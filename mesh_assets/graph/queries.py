@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
 
 from mesh_assets.model.grain import timestamp_text
+from mesh_assets.model.product import DataProduct, SqlTransformation
 
 
 class NotAQuery(ValueError):
@@ -42,6 +44,15 @@ def query_tables(tree: exp.Expression) -> set[tuple[str | None, str]]:
             continue
         out.add((table.db or None, table.name))
     return out
+
+
+@lru_cache(maxsize=4096)
+def read_query(sql: str) -> tuple[frozenset[tuple[str | None, str]], tuple[str, ...] | None]:
+    """The tables a query reads and the columns it returns (None when a star or an unnamed expression leaves
+    them to Spark), parsed once per text: discovery and validation ask about the same queries."""
+    tree = parse_query(sql)
+    columns = tuple(tree.named_selects)
+    return frozenset(query_tables(tree)), (None if any(c in ("", "*") for c in columns) else columns)
 
 
 def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
@@ -81,3 +92,11 @@ def _literal(value: date | datetime) -> exp.Expression:
     if isinstance(value, date):
         return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
     raise TypeError(f"only dates and timestamps are bound, got {type(value).__name__}")
+
+
+def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
+    """The query of a SQL transformation: inline, or from its file next to the spec."""
+    if transformation.sql is not None:
+        return transformation.sql
+    assert product.source_file is not None and transformation.sql_file is not None
+    return (product.source_file.parent / transformation.sql_file).read_text()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from mesh_assets.graph.queries import sql_text
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.product import (
@@ -151,14 +152,6 @@ class Node:
     @property
     def domain(self) -> str:
         return self.product.domain
-
-
-def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
-    """The query of a SQL transformation: inline, or from its file next to the spec."""
-    if transformation.sql is not None:
-        return transformation.sql
-    assert product.source_file is not None and transformation.sql_file is not None
-    return (product.source_file.parent / transformation.sql_file).read_text()
 
 
 def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None, **reads: tuple) -> Table:
