@@ -17,7 +17,6 @@ import sqlglot
 from sqlglot import exp
 
 from mesh_assets.model.grain import timestamp_text
-from mesh_assets.model.product import DataProduct, SqlTransformation
 
 
 class NotAQuery(ValueError):
@@ -92,11 +91,3 @@ def _literal(value: date | datetime) -> exp.Expression:
     if isinstance(value, date):
         return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
     raise TypeError(f"only dates and timestamps are bound, got {type(value).__name__}")
-
-
-def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
-    """The query of a SQL transformation: inline, or from its file next to the spec."""
-    if transformation.sql is not None:
-        return transformation.sql
-    assert product.source_file is not None and transformation.sql_file is not None
-    return (product.source_file.parent / transformation.sql_file).read_text()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from mesh_assets.graph.queries import sql_text
+from mesh_assets.graph.sql_files import sql_text
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.product import (
@@ -102,7 +102,7 @@ class Table:
         """Whether row values may appear in check samples and errors (else counts and column names only)."""
         return self.classification == OPEN_CLASSIFICATION
 
-    @property
+    @cached_property
     def key(self) -> dg.AssetKey:
         return dg.AssetKey([self.domain, self.name])
 
@@ -271,6 +271,21 @@ class MeshGraph:
 
     def nodes_of(self, domain: str) -> list[Node]:
         return [n for (d, _), n in self.nodes.items() if d == domain]
+
+    @cached_property
+    def by_product(self) -> dict[tuple[str, str], tuple[list[Node], list[Table]]]:
+        """Per ``(domain, product)``: its nodes and its external tables, found in one pass."""
+        found: dict[tuple[str, str], tuple[list[Node], list[Table]]] = {}
+        for node in self.nodes.values():
+            found.setdefault((node.product.domain, node.product.name), ([], []))[0].append(node)
+        for table in self.tables.values():
+            if table.external:
+                found.setdefault((table.domain, table.product), ([], []))[1].append(table)
+        return found
+
+    def readers(self, domain: str, table: str) -> list[Table]:
+        """Every table, in any domain, that reads ``domain.table``."""
+        return [self.tables[(ref.split(".", 1)[0], ref.split(".", 1)[1])] for ref in self.consumers(domain, table)]
 
     def consumers(self, domain: str, table: str) -> tuple[str, ...]:
         """``<domain>.<table>`` of every table, in any domain, that reads ``domain.table``."""

@@ -13,10 +13,9 @@ from __future__ import annotations
 from functools import cache
 
 import dagster as dg
-import sqlglot
 
 from mesh_assets.graph import yaml_lines
-from mesh_assets.graph.queries import NotAQuery, read_query, sql_text
+from mesh_assets.graph.sql_files import sql_text
 from mesh_assets.model.checks import COLUMNS_FIELD, Freshness, SchemaContract, checked_columns
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import DataProduct, ExternalTable, Output, SqlTransformation
@@ -45,6 +44,10 @@ def _dagster_refuses(**spec: object) -> str | None:
 def _columns_of(t: SqlTransformation, product: DataProduct) -> tuple[str, ...] | None:
     """The columns a SQL product's query returns when it names them all (None: a star, or SQL that does not
     parse, which validation reports), with the partition column Mesh adds when the query has none."""
+    import sqlglot
+
+    from mesh_assets.graph.queries import NotAQuery, read_query
+
     try:
         columns = read_query(sql_text(t, product))[1]
     except (sqlglot.errors.ParseError, NotAQuery, OSError):

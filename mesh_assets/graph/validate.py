@@ -10,11 +10,9 @@ import inspect
 from collections.abc import Iterable
 from pathlib import Path
 
-import sqlglot
-
 from mesh_assets.graph.discovery import DomainSpecs
-from mesh_assets.graph.queries import NotAQuery, read_query, sql_text
 from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table, TableKind
+from mesh_assets.graph.sql_files import sql_text
 from mesh_assets.model.checks import SqlAssertion
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
@@ -23,11 +21,17 @@ from mesh_assets.model.product import DataProduct, PySparkTransformation, SqlTra
 
 def sql_tables(sql: str) -> set[tuple[str | None, str]]:
     """Tables a query reads, as (domain, table); SQL that is not one read-only query raises NotAQuery."""
+    from mesh_assets.graph.queries import read_query  # sqlglot: only where SQL is judged, not on a warm load
+
     return set(read_query(sql)[0])
 
 
 def _sql_problem(sql: str) -> tuple[str | None, set[tuple[str | None, str]]]:
     """(why ``sql`` is refused, or None; the tables it reads)."""
+    import sqlglot
+
+    from mesh_assets.graph.queries import NotAQuery
+
     try:
         return None, sql_tables(sql)
     except sqlglot.errors.ParseError as exc:
@@ -258,9 +262,17 @@ def validate(
     only: set[str] | None = None,
     extra: Iterable[Table] = (),
     graph: MeshGraph | None = None,
+    judged: dict[str, list[SpecError]] | None = None,
 ) -> list[SpecError]:
     """Every governance error in ``domains`` (restricted to the ``only`` domains if given); ``graph`` is the
-    mesh already resolved from them (and ``extra``), when the caller has it."""
+    mesh already resolved from them (and ``extra``), when the caller has it; ``judged`` are domains' own errors
+    already found for their current content (see :mod:`~mesh_assets.graph.own_domain`)."""
     graph = graph or MeshGraph(domains, extra)
-    errors = [e for name, s in domains.items() if only is None or name in only for e in local_errors(s)]
+    judged = judged or {}
+    errors = [
+        e
+        for name, s in domains.items()
+        if only is None or name in only
+        for e in (judged[name] if name in judged else local_errors(s))
+    ]
     return sorted(set(errors + mesh_errors(graph, only, domains)))

@@ -102,4 +102,3 @@ def test_a_classified_products_failed_runs_and_alerts_carry_no_row_values(spark,
     assert "(1 failing rows)" in alerts["checked_events"] and "CAST_INVALID_INPUT" in alerts["typed_events"]
     assert secret not in json.dumps([failures, received])
     assert secret not in json.dumps([repr(e) for e in rel.instance.all_logs(result.run_id)])
-
