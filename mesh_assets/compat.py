@@ -27,6 +27,10 @@ DATA_VERSION_TAG = "dagster/data_version"
 """The tag holding an asset event's data version (``dagster._core.definitions.data_version.DATA_VERSION_TAG``):
 the only way to give one to an ``AssetMaterialization`` reported outside ``MaterializeResult``."""
 
+CODE_VERSION_TAG = "dagster/code_version"
+"""The tag on each materialization naming the code version that computed it
+(``dagster._core.definitions.data_version.CODE_VERSION_TAG``): what ``mesh plan`` compares with the code now."""
+
 EXECUTOR_LOGGER = "dagster._core.execution.plan.active"
 """The logger of Dagster's step executor, whose check-gating notice Mesh filters (:mod:`mesh_assets.assets.notices`)."""
 
@@ -49,6 +53,7 @@ def dbt_invocation_params(
 
 
 __all__ = [
+    "CODE_VERSION_TAG",
     "DATA_VERSION_TAG",
     "DBT_UNIQUE_ID_METADATA_KEY",
     "EXECUTOR_LOGGER",

@@ -3,7 +3,18 @@
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import AcceptedValues, Input, NotNull, Output, Product, Unique, VolumeAnomaly, chat, email
+from mesh_assets import (
+    AcceptedValues,
+    Freshness,
+    Input,
+    NotNull,
+    Output,
+    Product,
+    Unique,
+    VolumeAnomaly,
+    chat,
+    email,
+)
 
 orders = Product(
     "orders",
@@ -26,6 +37,7 @@ orders = Product(
             Unique(keys=["id"]),
             AcceptedValues(column="status", values=["delivered", "cancelled"]),
             VolumeAnomaly(k=4, trailing=14, severity="warn"),
+            Freshness(max_lag_hours=30),  # a t1 product's promise: yesterday's orders by 06:00 UTC
         ],
     ),
     inputs={"raw_orders": Input(table="raw_orders")},

@@ -48,21 +48,31 @@ def plan_and_launch(
     if args.dry_run:
         console.print("Dry run: nothing launched.")
         return 0
+    launched = launch(plan, console)
+    if launched is None:
+        return 1
+    webserver, backfill_id = launched
+    if not args.wait:
+        return 0
+    return wait_for_backfill(webserver, backfill_id, console, lambda p: not_published(instance, graph, plan, p))
+
+
+def launch(plan: BackfillPlan, console: Console) -> tuple[Webserver, str] | None:
+    """Launch ``plan`` as one backfill through the webserver of the ``dagster.url`` setting and print its link;
+    None (and why) when the webserver did not take it."""
     settings = get_settings().dagster
     webserver = Webserver(settings.url, settings.timeout_seconds)
     try:
         backfill_id = launch_backfill(webserver, plan)
     except WebserverError as exc:
         console.print(f"[red]error[/red] {exc}; nothing launched", highlight=False)
-        return 1
+        return None
     console.print(f"Launched backfill [bold]{backfill_id}[/bold] through {webserver.url}")
     console.print(
         f"The Dagster daemon executes it (`make dev`); follow or cancel it at {webserver.url}/runs/b/{backfill_id}",
         highlight=False,
     )
-    if not args.wait:
-        return 0
-    return wait_for_backfill(webserver, backfill_id, console, lambda p: not_published(instance, graph, plan, p))
+    return webserver, backfill_id
 
 
 def print_plan(plan: BackfillPlan, console: Console) -> None:

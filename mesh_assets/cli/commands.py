@@ -12,8 +12,9 @@ from rich.table import Table
 
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
 from mesh_assets.graph.catalog import DomainEntry
-from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
+from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
+from mesh_assets.graph.readers import deprecation_warnings
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import get_settings
 
@@ -127,11 +128,12 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
-    errors = validate_catalog(entries, tool_tables(), only)
+    graph = catalog_graph(entries, tool_tables())
+    errors = validate_catalog(entries, only=only, graph=graph)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]
-    for warning in partition_count_warnings(chosen):
+    for warning in [*deprecation_warnings(graph, only), *partition_count_warnings(chosen)]:
         console.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
     products = {(t.domain, t.product) for t in chosen}
     if getattr(args, "lineage", False):
@@ -148,13 +150,17 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
     graph = MeshGraph({}, catalog_tables(mesh_catalog()))
     table = Table(title="Data products")
-    for column in ("domain", "product", "table", "owner", "published", "partitioning", "kind"):
+    columns = ("domain", "product", "table", "version", "status", "tier", "owner", "published", "partitioning", "kind")
+    for column in columns:
         table.add_column(column)
     for info in sorted(graph.tables.values(), key=lambda i: (i.domain, i.product, i.name)):
         table.add_row(
             info.domain,
             info.product,
             info.name,
+            f"v{info.version}",
+            info.lifecycle(),
+            str(info.tier),
             info.owner,
             "yes" if info.published else "no",
             info.grain.name,

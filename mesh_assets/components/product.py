@@ -52,6 +52,9 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     description: str = ""
     tier: Literal["t1", "t2", "t3"] = "t3"
     classification: Literal["l0", "l1", "l2", "l3"] = "l1"
+    status: Literal["draft", "active", "deprecated", "retired"] = "active"
+    sunset: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
+    """The day a deprecated product's readers must have moved by (required exactly when deprecated)."""
     tags: dict[str, str] = {}
     cron: str | None = None
     rerun_history: bool = True
@@ -59,7 +62,8 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     """The first partition (default 2021-01-01)."""
     domain: str | None = None
     tables: list[dict[str, Any]] = []
-    """Output tables: ``table``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``, ``contract``, ..."""
+    """Output tables: ``table``, ``version``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``,
+    ``contract``, ``status``, ``sunset``, ..."""
     external: list[dict[str, Any]] = []
     """Tables landed outside Mesh, observed from their Delta log."""
 

@@ -15,7 +15,8 @@ from functools import cache
 import dagster as dg
 
 from mesh_assets.graph import yaml_lines
-from mesh_assets.graph.sql_files import sql_text
+from mesh_assets.graph.governance import classification_errors, lifecycle_errors, tier_errors
+from mesh_assets.graph.revisions import sql_text
 from mesh_assets.model.checks import COLUMNS_FIELD, Freshness, SchemaContract, checked_columns
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import DataProduct, ExternalTable, Output, SqlTransformation
@@ -44,14 +45,9 @@ def _dagster_refuses(**spec: object) -> str | None:
 def _columns_of(t: SqlTransformation, product: DataProduct) -> tuple[str, ...] | None:
     """The columns a SQL product's query returns when it names them all (None: a star, or SQL that does not
     parse, which validation reports), with the partition column Mesh adds when the query has none."""
-    import sqlglot
+    from mesh_assets.graph.queries import query_columns  # sqlglot: only where SQL is judged
 
-    from mesh_assets.graph.queries import NotAQuery, read_query
-
-    try:
-        columns = read_query(sql_text(t, product))[1]
-    except (sqlglot.errors.ParseError, NotAQuery, OSError):
-        return None
+    columns = query_columns(sql_text(t, product))
     return None if columns is None else (*columns, t.output.partition_column)
 
 
@@ -102,6 +98,7 @@ def product_errors(product: DataProduct, lines: yaml_lines.Lines) -> list[SpecEr
         found += _table_errors(t.output, ("tables", i), selected)
     for i, ext in enumerate(product.external):
         found += _table_errors(ext, ("external", i))
+    found += lifecycle_errors(product) + tier_errors(product) + classification_errors(product)
     file = relative(product.source_file) if found else ""
     return [
         SpecError(file, yaml_lines.line_for(lines, loc) or product.line, ".".join(map(str, loc)), message)

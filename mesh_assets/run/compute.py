@@ -71,7 +71,9 @@ def transform(
         assert node.sql is not None
         views = {}
         for read in node.reads:
-            views[(read.table.domain, read.table.name)] = view = view_name(read.table.domain, read.table.name)
+            # The query names the table as its input is written (``sales.orders``); the pinned version's rows
+            # (``sales.orders_v2``) are what the view holds.
+            views[read.input.ref(node.domain)] = view = view_name(read.table.domain, read.table.name)
             frame = frames[read.name]
             assert frame is not None  # governance: a SQL product never reads its own past
             frame.createOrReplaceTempView(view)

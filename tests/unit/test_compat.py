@@ -176,3 +176,18 @@ def test_the_data_version_tag_is_dagsters():
         instance.report_runless_asset_event(event)
         [record] = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=RAW), limit=1).records
         assert record.asset_materialization.tags[DATA_VERSION_TAG] == "delta-v3"
+
+
+def test_a_materialization_carries_its_code_version_under_dagsters_tag():
+    from dagster._core.definitions.data_version import CODE_VERSION_TAG
+
+    assert compat.CODE_VERSION_TAG == CODE_VERSION_TAG
+
+    @dg.asset(code_version="abc123")
+    def versioned() -> None:
+        return None
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        dg.materialize([versioned], instance=instance)
+        [record] = instance.fetch_materializations(versioned.key, limit=1).records
+        assert record.asset_materialization.tags[compat.CODE_VERSION_TAG] == "abc123"
