@@ -85,7 +85,7 @@ def build_rechecks_job(domain: str, nodes: list[Node]) -> dg.JobDefinition | Non
     One op job per domain, as the invalidation job is: an asset job per output is resolved and snapshotted over
     the whole asset graph each time a location loads, which made loading quadratic in the number of outputs.
     """
-    checked = {n.table.name: n for n in nodes if any(s.name != VALID for s in check_specs(n.table))}
+    checked = {n.table.name: n for n in nodes if any(c.check_name != VALID for c in n.table.checks)}
     if not checked:
         return None
     optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
