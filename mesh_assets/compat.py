@@ -64,3 +64,15 @@ __all__ = [
     "dbt_invocation_params",
     "is_valid_cron_schedule",
 ]
+
+
+def end_typed_event_stream(context: dg.AssetExecutionContext) -> None:
+    """Return a step to Dagster's ordinary event stream after a Pipes session.
+
+    Opening a Pipes session in an asset step makes the step require every check as an ``AssetCheckResult``
+    (``StepExecutionContext._requires_typed_event_stream``, set by ``open_pipes_session``), to catch results
+    left unyielded. An ``AssetCheckResult`` has no partition, and a run launched through Pipes records, like a
+    local run, one ``AssetCheckEvaluation`` per check and partition from the outcome it reported; nothing is
+    left in the session to yield (:mod:`mesh_assets.run.submit`). There is no public way to say so.
+    """
+    context.op_execution_context._step_execution_context._requires_typed_event_stream = False

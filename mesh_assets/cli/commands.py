@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -16,7 +17,7 @@ from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_al
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
 from mesh_assets.graph.resolve import MeshGraph
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -82,8 +83,23 @@ auto_materialize:
 """
 
 
-def instance_yaml(kind: str) -> str:
-    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{INSTANCE_COMMON}"
+def compute_logs_yaml(logs: ComputeLogSettings, s3: S3Settings) -> str:
+    """The instance's compute log manager: Dagster's local one unless the settings name a bucket."""
+    if logs.bucket is None:
+        return ""
+    config = {"bucket": logs.bucket, "prefix": logs.prefix, "upload_interval": logs.upload_interval_seconds}
+    if s3.endpoint:
+        config |= {"endpoint_url": s3.endpoint, "use_ssl": s3.endpoint.startswith("https://")}
+    if s3.region:
+        config["region"] = s3.region
+    block = {"module": "dagster_aws.s3.compute_log_manager", "class": "S3ComputeLogManager", "config": config}
+    return yaml.safe_dump({"compute_logs": block}, sort_keys=False)
+
+
+def instance_yaml(kind: str, settings: MeshSettings | None = None) -> str:
+    settings = settings or get_settings()
+    logs = compute_logs_yaml(settings.compute_logs, settings.s3)
+    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{logs}{INSTANCE_COMMON}"
 
 
 def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
@@ -96,7 +112,7 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home)))
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    wanted = instance_yaml(kind or settings.instance)
+    wanted = instance_yaml(kind or settings.instance, settings)
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
         config.write_text(wanted)

@@ -61,6 +61,8 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     start_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
     """The first partition (default 2021-01-01)."""
     domain: str | None = None
+    engine: Literal["session", "submit"] | None = None
+    """Where the product's runs compute and publish; default: the deployment's ``engine.mode``."""
     tables: list[dict[str, Any]] = []
     """Output tables: ``table``, ``version``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``,
     ``contract``, ``status``, ``sunset``, ..."""

@@ -28,6 +28,7 @@ from mesh_assets.graph.resolve import (
     tables_of,
 )
 from mesh_assets.model.errors import SpecError, relative
+from mesh_assets.model.grain import Grain
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
@@ -51,7 +52,7 @@ class DomainEntry:
             "format": FORMAT,
             "domain": self.domain,
             "key": self.key,
-            "tables": [_table_json(t) for t in self.tables],
+            "tables": [table_json(t) for t in self.tables],
             "errors": [asdict(e) for e in self.errors],
             "complete": self.complete,
             "products": [asdict(p) for p in self.products],
@@ -66,7 +67,7 @@ class DomainEntry:
         return cls(
             data["domain"],
             data["key"],
-            tuple(_table_from_json(t) for t in data["tables"]),
+            tuple(table_from_json(t) for t in data["tables"]),
             tuple(SpecError(**e) for e in data["errors"]),
             data["complete"],
             tuple(ProductEntry(**p) for p in data["products"]),
@@ -103,8 +104,11 @@ def _absolute(error: SpecError) -> SpecError:
     return SpecError(str(Path(error.file).resolve()), error.line, error.field, error.message)
 
 
-def _table_json(table: Table) -> dict[str, Any]:
-    assert table.spec is not None
+def table_json(table: Table) -> dict[str, Any]:
+    """``table`` as JSON: through its spec when it has one (every table a domain declares), else field by
+    field (a table another tool publishes, such as a dbt model)."""
+    if table.spec is None:
+        return {"kind": table.kind.value, "fields": _tool_table_fields(table)}
     return {
         "kind": table.kind.value,
         "domain": table.domain,
@@ -129,7 +133,38 @@ def _table_json(table: Table) -> dict[str, Any]:
     }
 
 
-def _table_from_json(data: dict[str, Any]) -> Table:
+def _tool_table_fields(table: Table) -> dict[str, Any]:
+    return {
+        "domain": table.domain,
+        "name": table.name,
+        "product": table.product,
+        "owner": table.owner,
+        "published": table.published,
+        "grain": table.grain.name,
+        "partition_column": table.partition_column,
+        "start_date": table.start_date.isoformat(),
+        "blocking_checks": list(table.blocking_checks),
+        "source_file": str(table.source_file) if table.source_file else None,
+        "line": table.line,
+        "inputs": [list(ref) for ref in table.inputs],
+    }
+
+
+def table_from_json(data: dict[str, Any]) -> Table:
+    """The table :func:`table_json` described."""
+    if "fields" in data:
+        f = data["fields"]
+        return Table(
+            **{
+                **f,
+                "grain": Grain.of(f["grain"]),
+                "start_date": date.fromisoformat(f["start_date"]),
+                "source_file": Path(f["source_file"]) if f["source_file"] else None,
+                "blocking_checks": tuple(f["blocking_checks"]),
+                "inputs": tuple(tuple(ref) for ref in f["inputs"]),
+            },
+            kind=TableKind(data["kind"]),
+        )
     model = ExternalTable if data["kind"] == TableKind.EXTERNAL.value else Output
     owner = Owner(
         data["domain"],

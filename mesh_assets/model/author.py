@@ -63,6 +63,7 @@ class Product:
         start_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
+        engine: str | None = None,
     ) -> None:
         caller = sys._getframe(1)  # one frame up, for the line; not the whole stack with its source files
         self.source_file = _LOADING.get() or Path(caller.f_code.co_filename)
@@ -85,6 +86,8 @@ class Product:
             self.fields["start_date"] = start_date
         if domain is not None:
             self.fields["domain"] = domain
+        if engine is not None:
+            self.fields["engine"] = engine
         self.transformations: list[dict[str, Any]] = []
 
     def transformation(

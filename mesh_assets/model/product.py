@@ -19,6 +19,7 @@ from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
 from mesh_assets.model.names import Identifier, split_table_ref
+from mesh_assets.settings import EngineMode
 
 WriteMode = Literal["overwrite_partition", "full"]
 SchemaPolicy = Literal["additive", "strict"]
@@ -257,6 +258,9 @@ class DataProduct(Strict):
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
     start_date: date = date(2021, 1, 1)
+    engine: EngineMode | None = None
+    """Where the product's runs compute and publish (``session`` or ``submit``); unset, the deployment's
+    ``engine.mode``."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None

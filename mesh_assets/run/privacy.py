@@ -24,20 +24,24 @@ OWN_REFUSALS = (dg.Failure, SchemaChangeRefused, CommitNotFound)
 """Mesh's refusals, whose texts are made of partition keys, counts, check and column names."""
 
 
+def private_description(exc: BaseException, table: Table) -> str | None:
+    """What a failure of ``table``'s run may say instead of ``exc``'s own text; None when that text is safe
+    (an open table, a refusal of Mesh's own, a write failed by its storage)."""
+    if table.shows_values or isinstance(exc, OWN_REFUSALS):
+        return None
+    if isinstance(exc, WriteFailed):
+        if exc.about_storage:  # a full disk or a conflict: its words name files and writers
+            return None
+        return exc.with_cause(withheld(exc.__cause__ or exc, table.ref, table.classification))
+    return f"{table.ref} failed: {withheld(exc, table.ref, table.classification)}"
+
+
 @contextmanager
 def private_failures(table: Table) -> Iterator[None]:
     """Errors of ``table``'s run as their class alone when the table is classified above ``l0``."""
-    if table.shows_values:
-        yield
-        return
     try:
         yield
-    except OWN_REFUSALS:
-        raise
-    except WriteFailed as exc:
-        if exc.about_storage:  # a full disk or a conflict: its words name files and writers
-            raise
-        cause = withheld(exc.__cause__ or exc, table.ref, table.classification)
-        raise dg.Failure(description=exc.with_cause(cause)) from None
     except Exception as exc:
-        raise dg.Failure(description=f"{table.ref} failed: {withheld(exc, table.ref, table.classification)}") from None
+        if (description := private_description(exc, table)) is None:
+            raise
+        raise dg.Failure(description=description) from None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from mesh_assets.graph.resolve import Node
-    from mesh_assets.run.publish import RunOutcome
+    from mesh_assets.run.outcome import RunOutcome
     from mesh_assets.storage.writer import WriteResult
 
 
