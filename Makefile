@@ -42,9 +42,11 @@ dev: setup
 	$(BIN)/mesh setup
 	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
 
-# Two workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
-# server it started (daemon, webserver, cluster, Postgres) the other computes.
-PYTEST_PARALLEL := -n 2 --dist loadfile
+# Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
+# server it started (daemon, webserver, cluster, Postgres, a run's own Spark) the others compute; the suite
+# waits more than it computes, so on two cores a third worker finishes sooner. Files are handed out in the
+# order tests/conftest.py gives them (the ones that start servers first), not re-sorted by test count.
+PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
 test: setup services
 	$(BIN)/pytest $(PYTEST_PARALLEL)

@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from pyspark.sql import functions as F
+from quick_daemon import COMMAND as DAEMON
 from services import processes
 from webserver import BIN, code_server, dagster_webserver, grpc_workspace
 
@@ -50,7 +51,7 @@ def services(deployment: dict[str, str]) -> Iterator[dict[str, str]]:
     definitions = ROOT / "domains" / "food_delivery" / "definitions.py"
     with code_server("food_delivery", definitions, ROOT, deployment, base / "code-server.log") as sock:
         workspace_yaml = grpc_workspace(base / "workspace.yaml", {"food_delivery": sock})
-        daemon = processes.start([BIN / "dagster-daemon", "run", "-w", workspace_yaml], base / "daemon.log", deployment)
+        daemon = processes.start([*DAEMON, "run", "-w", workspace_yaml], base / "daemon.log", deployment)
         try:
             with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
                 yield {**deployment, "MESH_DAGSTER__URL": url}
