@@ -15,7 +15,7 @@ setup: $(STAMP) $(JARS) $(DBT_MANIFEST)
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
-	$(BIN)/uv pip sync -q --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip sync -q --compile-bytecode --python $(BIN)/python requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
@@ -42,9 +42,11 @@ dev: setup
 	$(BIN)/mesh setup
 	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
 
-# Two workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
-# server it started (daemon, webserver, cluster, Postgres) the other computes.
-PYTEST_PARALLEL := -n 2 --dist loadfile
+# Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
+# server it started (daemon, webserver, cluster, Postgres, a run's own Spark) the others compute; the suite
+# waits more than it computes, so on two cores a third worker finishes sooner. Files are handed out in the
+# order tests/conftest.py gives them (the ones that start servers first), not re-sorted by test count.
+PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
 test: setup services
 	$(BIN)/pytest $(PYTEST_PARALLEL)

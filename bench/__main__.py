@@ -18,6 +18,7 @@ from bench.common import ROOT, Result, machine
 
 SUITE = [
     "definitions_load",
+    "graph_scale",
     "partition_overhead",
     "backfill",
     "writes",

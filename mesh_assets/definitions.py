@@ -26,11 +26,12 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
-from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all, load_domain
-from mesh_assets.graph.isolate import catalog_tables, discover_all
+from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
+from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
+from mesh_assets.graph.own_domain import load_own_domain
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
-from mesh_assets.model.errors import SpecValidationError, relative
+from mesh_assets.model.errors import SpecError, SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import get_settings
 from mesh_assets.storage.resource import MeshResource
@@ -107,9 +108,7 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> d
 
 def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitions:
     """One product's assets (its outputs and its external tables' specs) and its external tables' checks."""
-    key = (product.domain, product.name)
-    nodes = [n for n in graph.nodes_of(product.domain) if (n.product.domain, n.product.name) == key]
-    external = [t for t in graph.tables.values() if (t.domain, t.product) == key and t.external]
+    nodes, external = graph.by_product.get((product.domain, product.name), ([], []))
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
         build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
     ]
@@ -179,18 +178,24 @@ def _domain_definitions(
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]
     sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
-    readers = {t.key: [r for r in graph.tables.values() if (t.domain, t.name) in r.inputs] for t in built}
+    readers = {t.key: graph.readers(t.domain, t.name) for t in built}
     if (alerts := build_failure_sensor(domain, built, get_settings().alerts, readers)) is not None:
         sensors.append(alerts)
-    jobs = [job for n in nodes if (job := build_rechecks_job(n)) is not None]
+    jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
     jobs += [build_invalidate_job(domain, mesh_graph)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 
-def _resolved(domains: dict[str, DomainSpecs], only: set[str] | None, extra: list[Table]) -> MeshGraph:
-    """The mesh resolved, once every product of ``only`` (default: every domain) passed governance."""
+def _resolved(
+    domains: dict[str, DomainSpecs],
+    only: set[str] | None,
+    extra: list[Table],
+    judged: dict[str, list[SpecError]] | None = None,
+) -> MeshGraph:
+    """The mesh resolved, once every product of ``only`` (default: every domain) passed governance (``judged``:
+    domains' own errors already found for their content)."""
     graph = MeshGraph(domains, extra)
-    errors = validate(domains, only, graph=graph)
+    errors = validate(domains, only, graph=graph, judged=judged)
     if errors:
         raise SpecValidationError(errors)
     return graph
@@ -201,15 +206,17 @@ def build_definitions(
     only: set[str] | None = None,
     extra: list[Table] | None = None,
     tool_keys: Iterable[dg.AssetKey] = (),
+    judged: dict[str, list[SpecError]] | None = None,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
     ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
-    automation sensor evaluates the ones keyed under its name.
+    automation sensor evaluates the ones keyed under its name. ``judged`` are domains' own errors already
+    found for their current content.
     """
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
-    graph = _resolved(domains, only, extra)
+    graph = _resolved(domains, only, extra, judged)
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
@@ -236,17 +243,22 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
 
     Only this domain's files run here; the other domains are known from the catalog, whose missing entries
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
+    The domain's own validated YAML products are kept for its content hash, so an unchanged domain reloads
+    without reading them again (:mod:`~mesh_assets.graph.own_domain`).
     """
     folder = Path(definitions_file).resolve().parent
     settings = get_settings()
     others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
     extra = tool_tables() + catalog_tables(others)
-    return build_definitions({folder.name: load_domain(folder)}, only={folder.name}, extra=extra)
+    own = load_own_domain(folder, settings.home)
+    return build_definitions({folder.name: own.specs}, {folder.name}, extra, judged={folder.name: own.errors})
 
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
     """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
-    (to the owners the models' meta names), Mesh and dbt."""
+    (to the owners the models' meta names), Mesh and dbt. A model reading a table the mesh does not have, or
+    another domain's internal table, is refused here as ``mesh validate`` refuses it (other domains from the
+    catalog)."""
     from mesh_assets.automation.sensors import automation_sensor
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
     from mesh_assets.dbt.catalog import dbt_tables
@@ -254,7 +266,12 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     models = build_dbt_assets(project, manifest_path)
     domains = sorted({key.path[0] for key in models.keys})
     manifest = manifest_path or (Path(project.manifest_path) if project else None)
-    tables = [t for t in dbt_tables(manifest) if t.key in models.keys]
+    every = dbt_tables(manifest)
+    settings = get_settings()
+    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
+    if errors := validate_catalog(entries, every, only=set(domains)):  # what `mesh validate` refuses of them
+        raise SpecValidationError(errors)
+    tables = [t for t in every if t.key in models.keys]
     alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
     return dg.Definitions(
         assets=[models],

@@ -12,6 +12,28 @@ import pytest
 from receiver import json_receiver
 
 ROOT = Path(__file__).resolve().parents[1]
+HEAVIEST_FIRST = ("e2e", "slow", "spark")
+"""Markers by the time a test costs: servers it starts, then seconds of its own, then the shared SparkSession."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files whose tests start servers run first, then slow files, then Spark files, then the rest.
+
+    Under ``--dist loadfile`` (``make test``) each worker takes the next file in this order, so the files that
+    take minutes overlap with each other and the many short files fill in at the end, rather than one long
+    file starting last and running alone. Tests within a file keep their order.
+    """
+
+    def tier(item: pytest.Item) -> int:
+        marked = [i for i, name in enumerate(HEAVIEST_FIRST) if item.get_closest_marker(name)]
+        return min(marked, default=len(HEAVIEST_FIRST))
+
+    files: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        files[path] = min(files.get(path, len(HEAVIEST_FIRST)), tier(item))
+    order = {path: i for i, path in enumerate(files)}
+    items.sort(key=lambda item: (files[path := item.nodeid.split("::", 1)[0]], order[path]))
 
 
 @pytest.fixture(scope="session", autouse=True)

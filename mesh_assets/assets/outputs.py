@@ -12,7 +12,6 @@ from dagster import AssetExecutionContext
 
 from mesh_assets.assets.mappings import mapping_for
 from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tags, table_metadata, table_pool
-from mesh_assets.checks.external import checks_job_name
 from mesh_assets.checks.results import check_specs
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.checks import VALID
@@ -62,10 +61,11 @@ def build_output_asset(
     )
     def _asset(context: AssetExecutionContext) -> Iterator[Any]:
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
-        if not context.selected_asset_keys:  # the output's checks alone (its checks job)
-            from mesh_assets.run.recheck import recheck
+        if not context.selected_asset_keys:  # the output's checks alone (a check-only run)
+            from mesh_assets.run.recheck import recheck, tagged
 
-            yield from recheck(context, mesh, node)
+            selected = {k.name for k in context.selected_asset_check_keys}
+            recheck(context, mesh, node, *tagged(context, node), selected=selected)
             return
         from mesh_assets.run.pipeline import execute
 
@@ -74,15 +74,40 @@ def build_output_asset(
     return _asset
 
 
-def build_rechecks_job(node: Node) -> Any | None:
-    """A job running ``node``'s checks (``valid`` aside) on published partitions, recomputing nothing; None
-    without any such check. The run's ``mesh/check_partitions`` tag names the partitions (see run/recheck.py)."""
-    keys = [s.key for s in check_specs(node.table) if s.name != VALID]
-    if not keys:
+def rechecks_job_name(domain: str) -> str:
+    return f"{domain}__checks"
+
+
+def build_rechecks_job(domain: str, nodes: list[Node]) -> dg.JobDefinition | None:
+    """``<domain>__checks``: re-runs the checks of one of ``domain``'s outputs (``valid`` aside) on its published
+    partitions, recomputing nothing (config: ``table``, ``start``, ``end``); None without any such check.
+
+    One op job per domain, as the invalidation job is: an asset job per output is resolved and snapshotted over
+    the whole asset graph each time a location loads, which made loading quadratic in the number of outputs.
+    """
+    checked = {n.table.name: n for n in nodes if any(c.check_name != VALID for c in n.table.checks)}
+    if not checked:
         return None
-    return dg.define_asset_job(
-        checks_job_name(node.table.domain, node.table.name),
-        selection=dg.AssetSelection.checks(*keys),
-        description=f"Re-runs the checks of {node.table.ref} on its published partitions, without recomputing them "
-        "(tag the run mesh/check_partitions=<first>..<last>).",
+    optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
+
+    config = {"table": str, **optional}
+
+    @dg.op(name=f"{domain}__run_checks", config_schema=config, required_resource_keys={RESOURCE_KEY})
+    def _run_checks(context) -> None:  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.run.recheck import recheck
+
+        config = context.op_config
+        node = checked.get(config["table"])
+        if node is None:
+            tables = ", ".join(sorted(checked))
+            raise dg.Failure(description=f"{domain} has no output {config['table']!r} with checks to run: {tables}")
+        recheck(context, getattr(context.resources, RESOURCE_KEY), node, config.get("start"), config.get("end"))
+
+    @dg.job(
+        name=rechecks_job_name(domain),
+        description=f"Re-runs the checks of a {domain} output on its published partitions, without recomputing them.",
     )
+    def _job() -> None:
+        _run_checks()
+
+    return _job

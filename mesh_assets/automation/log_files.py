@@ -3,9 +3,10 @@
 An idle observer tick asks each table two cheap questions: is there a commit after the cursor (it is not),
 and is the cursor's own commit still there (it is, unless the log was cleaned up past it; then the newest
 checkpoint's version, in ``_last_checkpoint``, says where to resume). Only the answers it needs are read,
-without a JVM: local paths with the file system, ``s3://`` / ``s3a://`` locations with boto3, configured like
-Spark's s3a (``s3.*`` settings for the endpoint, region and path-style access; credentials from the environment or the
-default AWS chain). Snapshots (checkpoint plus commits) are delta-rs's to read.
+without a JVM: local paths with the file system, ``s3://`` / ``s3a://`` locations through delta-rs's own object
+store (:class:`deltalake.fs.DeltaStorageHandler`), configured like Spark's s3a (``s3.*`` settings for the
+endpoint, region and path-style access; credentials from the environment or the default AWS chain), so one
+library reads both the commits and the snapshots. Snapshots (checkpoint plus commits) are delta-rs's to read.
 """
 
 from __future__ import annotations
@@ -13,26 +14,29 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING
 
 from mesh_assets.settings import S3Settings
-from mesh_assets.storage.lake import is_object_store, local_path, open_table
+from mesh_assets.storage.lake import is_object_store, local_path, open_table, storage_options
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
+    from deltalake.fs import DeltaStorageHandler
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 
 
-@lru_cache(maxsize=4)
-def _s3(endpoint: str | None, region: str | None, path_style: bool) -> Any:
-    import boto3
-    from botocore.config import Config
+@lru_cache(maxsize=1024)
+def _handler(location: str, options: tuple[tuple[str, str], ...]) -> DeltaStorageHandler:
+    from deltalake.fs import DeltaStorageHandler
 
-    config = Config(s3={"addressing_style": "path" if path_style else "auto"})
-    return boto3.client("s3", endpoint_url=endpoint, region_name=region, config=config)
+    return DeltaStorageHandler(location, dict(options))
+
+
+def _store(location: str, s3: S3Settings) -> DeltaStorageHandler:
+    """delta-rs's object store rooted at the table's location (one per table and settings, kept between ticks)."""
+    return _handler(location, tuple(sorted(storage_options(s3).items())))
 
 
 class LogFiles:
@@ -41,39 +45,24 @@ class LogFiles:
     def __init__(self, s3: S3Settings):
         self.s3 = s3
 
-    def _object(self, location: str, name: str) -> tuple[Any, str, str]:
-        """The S3 client, bucket and key of ``_delta_log/<name>`` of an object-store ``location``."""
-        parsed = urlparse(location)
-        client = _s3(self.s3.endpoint, self.s3.region, self.s3.path_style_access)
-        return client, parsed.netloc, f"{parsed.path.strip('/')}/{LOG_DIR}/{name}"
-
     def _read(self, location: str, name: str) -> str | None:
         """The text of ``_delta_log/<name>``; None when the file does not exist (yet, or any more)."""
-        if not is_object_store(location):
-            try:
+        try:
+            if not is_object_store(location):
                 with open(f"{local_path(location)}/{LOG_DIR}/{name}") as file:
                     return file.read()
-            except FileNotFoundError:
-                return None
-        client, bucket, key = self._object(location, name)
-        try:
-            return client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
-        except client.exceptions.NoSuchKey:
+            return _store(location, self.s3).open_input_file(f"{LOG_DIR}/{name}").read().decode()
+        except FileNotFoundError:
             return None
 
     def has_commit(self, location: str, version: int) -> bool:
         """Whether commit ``version`` is still in the log (one stat, or one HEAD request)."""
-        name = f"{version:020d}.json"
+        name = f"{LOG_DIR}/{version:020d}.json"
         if not is_object_store(location):
-            return os.path.exists(f"{local_path(location)}/{LOG_DIR}/{name}")
-        client, bucket, key = self._object(location, name)
-        try:
-            client.head_object(Bucket=bucket, Key=key)
-        except client.exceptions.ClientError as exc:
-            if exc.response["Error"]["Code"] in ("404", "NoSuchKey"):
-                return False
-            raise
-        return True
+            return os.path.exists(f"{local_path(location)}/{name}")
+        from pyarrow.fs import FileType
+
+        return _store(location, self.s3).get_file_info([name])[0].type != FileType.NotFound
 
     def read_commit(self, location: str, version: int) -> str | None:
         """The JSON text of commit ``version`` of the table at ``location``; None when it does not exist."""

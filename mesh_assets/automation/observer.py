@@ -1,11 +1,11 @@
 """One sensor per domain with external tables: report the partitions each new Delta commit changed.
 
-The cursor holds, per table (``"<domain>.<table>"``), the version read up to and its commit time
-(:class:`~mesh_assets.automation.delta_log.Seen`). Each tick reports the partitions whose data changed
-since (see :mod:`~mesh_assets.automation.delta_log`) as runless, partitioned ``AssetMaterialization``
-events (one per partition per tick, with the versions), so the automation sensors downstream react to
-external data the way they react to Mesh's own writes. A table with checks also gets one check run per
-tick over the partitions reported; its consumers wait for that result.
+The cursor holds, per table (``"<domain>.<table>"``), the version read up to, its commit time and the newest
+data file time (:class:`~mesh_assets.automation.delta_log.Seen`). Each tick reports the partitions whose data
+changed since (see :mod:`~mesh_assets.automation.delta_log`) as runless, partitioned ``AssetMaterialization``
+events (one per partition per tick, with the versions and, where the log's stats tell, the partition's rows),
+so the automation sensors downstream react to external data the way they react to Mesh's own writes. A table
+with checks also gets one check run per tick over the partitions reported; its consumers wait for that result.
 
 Each reported partition carries a data version, ``delta-v<N>`` of the newest commit that changed it, like
 a Mesh output's. Dagster reads an external asset's partition versions from *observations* (it compares the
@@ -14,7 +14,10 @@ observations after what a consumer read with those before), so the tick reports 
 reads is the table's latest materialization, so the tick's own observations are never "newer" than it.
 
 A table the cursor does not know yet starts where this instance's last report of it left off (the demo
-reports what it landed, and ``make dev`` must not recompute it), else from its whole current snapshot.
+reports what it landed, and ``make dev`` must not recompute it), else from its whole current snapshot. When
+the log was cleaned up past the cursor, the snapshot is compared with the partitions reported before
+(:mod:`~mesh_assets.automation.reports`): new and removed partitions and those whose rows changed are reported,
+rewrites that kept the rows are not, and the comparison is logged.
 A partition value that is not a partition of the table (off its UTC grid, in the future, before its start
 date, an undeclared region) is an outside writer's mistake: it is reported by table, version and value and
 skipped, never a partition key. A log that cannot be read is that table's problem: it is skipped for the
@@ -26,14 +29,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, send_or_warn
-from mesh_assets.automation.delta_log import Changes, Seen, changes_since, partition_key
+from mesh_assets.automation.delta_log import Changes, Read, Seen, changes_since, partition_key
 from mesh_assets.automation.log_files import LogFiles
+from mesh_assets.automation.reports import (
+    ROWS,
+    THROUGH_FILES_MS,
+    THROUGH_MS,
+    THROUGH_VERSION,
+    InstanceReports,
+    NoReports,
+    Reports,
+)
 from mesh_assets.checks.external import build_checks_job, checks_run_config
 from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.resolve import Table
@@ -49,44 +62,93 @@ log = logging.getLogger(__name__)
 LOCAL = LogFiles(S3Settings())
 """Log files on the local disk (or in the default AWS S3 configuration)."""
 
+NO_REPORTS = NoReports()
 OBSERVER_SUFFIX = "__observe_external_tables"
-THROUGH_VERSION, THROUGH_MS = "observed_through_version", "observed_through_ms"
-"""Event metadata: how far the log was read when the event was reported (where a later first tick starts)."""
-
-Recorded = Callable[[Table], Seen | None]
 
 
 def observer_name(domain: str) -> str:
     return f"{domain}{OBSERVER_SUFFIX}"
 
 
-def _keys(table: Table, changes: Changes, warn: Callable[[str], None]) -> dict[str | None, set[int]]:
-    """Partition key -> versions, for the changed partitions that are partitions of ``table``."""
+@dataclass
+class Found:
+    """One partition key's change: the versions that changed it, its rows now (None: unknown) and, after a
+    clean-up, whether it has files written after the cursor's."""
+
+    versions: set[int] = field(default_factory=set)
+    rows: int | None = 0
+    newer: bool = False
+
+
+def _keys(table: Table, changes: Changes, warn: Callable[[str], None]) -> dict[str | None, Found]:
+    """Partition key -> what changed, for the changed partitions that are partitions of ``table``."""
     now = datetime.now(UTC)
-    out: dict[str | None, set[int]] = {}
+    out: dict[str | None, Found] = {}
     for partition, versions in changes.partitions.items():
-        if not table.grain.partitioned:
-            out.setdefault(None, set()).update(versions)
-            continue
-        found = dict(partition)
-        value = found.get(table.partition_column)
-        where = f"{table.ref} version {max(versions)}: partition value {value!r} of {table.partition_column}"
-        try:
-            key = partition_key(value, table.grain, now)
-        except ValueError as exc:
-            warn(f"{where} {exc}; skipped")
-            continue
-        if key is None or key[:10] < table.start_date.isoformat():
-            warn(f"{where} is before the table's start date {table.start_date}; skipped")
-            continue
-        if table.regions:
-            region = found.get(table.region_column)
-            if region not in table.regions:
-                warn(f"{where}: region {region!r} is not one of {', '.join(table.regions)}; skipped")
+        key: str | None = None
+        if table.grain.partitioned:
+            found = dict(partition)
+            value = found.get(table.partition_column)
+            where = f"{table.ref} version {max(versions)}: partition value {value!r} of {table.partition_column}"
+            try:
+                key = partition_key(value, table.grain, now)
+            except ValueError as exc:
+                warn(f"{where} {exc}; skipped")
                 continue
-            key = region_key(key, region)
-        out.setdefault(key, set()).update(versions)
+            if key is None or key[:10] < table.start_date.isoformat():
+                warn(f"{where} is before the table's start date {table.start_date}; skipped")
+                continue
+            if table.regions:
+                region = found.get(table.region_column)
+                if region not in table.regions:
+                    warn(f"{where}: region {region!r} is not one of {', '.join(table.regions)}; skipped")
+                    continue
+                key = region_key(key, region)
+        entry = out.setdefault(key, Found())
+        entry.versions |= versions
+        entry.newer |= partition in changes.newer
+        rows = changes.rows.get(partition)
+        entry.rows = None if entry.rows is None or rows is None else entry.rows + rows
     return out
+
+
+def _after_commits(table: Table, found: dict[str | None, Found], reports: Reports) -> dict[str | None, Found]:
+    """The commits gave each partition's change in rows; its rows now add the rows it had when last reported."""
+    before = reports.rows(table, [k for k, f in found.items() if f.rows is not None])
+    for key, entry in found.items():
+        had = before.get(key)
+        entry.rows = None if had is None or entry.rows is None else had + entry.rows
+    return found
+
+
+def _changed(entry: Found, rows_before: int | None) -> bool:
+    """Whether a partition in both the reports and the snapshot changed: its rows differ, or, where either
+    count is unknown, it has files written after the cursor's."""
+    if entry.rows is None or rows_before is None:
+        return entry.newer
+    return entry.rows != rows_before
+
+
+def _after_clean_up(
+    table: Table, changes: Changes, found: dict[str | None, Found], reports: Reports, warn: Callable[[str], None]
+) -> dict[str | None, Found]:
+    """The partitions whose data changed while the commits that said so were cleaned up, by comparing the
+    snapshot with the partitions already reported: new ones, removed ones (reported with no rows), and those
+    whose rows differ. A partition with files written after the cursor but the rows it had is a rewrite
+    (OPTIMIZE, ZORDER) and is not reported. Without earlier reports, every partition with newer files is."""
+    known = reports.reported(table)
+    if known is None:
+        return {key: entry for key, entry in found.items() if entry.newer}
+    out = {key: entry for key, entry in found.items() if key not in known or _changed(entry, known[key])}
+    removed = {key: Found({changes.seen.version}) for key, rows in known.items() if key not in found and rows != 0}
+    rewritten = sum(1 for key, entry in found.items() if entry.newer and key not in out)
+    warn(
+        f"the Delta log of {table.ref} was cleaned up past the observer's cursor; its snapshot at version "
+        f"{changes.seen.version} was compared with the partitions reported before: "
+        f"{sum(k not in known for k in out)} new, {len(out) - sum(k not in known for k in out)} changed, "
+        f"{len(removed)} removed, {rewritten} rewritten with the same rows (not reported)"
+    )
+    return out | removed
 
 
 def observe_table(
@@ -95,25 +157,36 @@ def observe_table(
     seen: Seen | None,
     warn: Callable[[str], None] = log.warning,
     files: LogFiles = LOCAL,
+    reports: Reports = NO_REPORTS,
 ) -> tuple[list[dg.AssetMaterialization], Seen | None]:
     """Materializations for the partitions that changed after ``seen``, and how far the log was read."""
     changes = changes_since(files, location, seen)
     if changes is None:
         return [], seen
-    through = {THROUGH_VERSION: changes.seen.version, THROUGH_MS: changes.seen.committed_ms}
+    found = _keys(table, changes, warn)
+    if changes.read is Read.COMMITS:
+        found = _after_commits(table, found, reports)
+    elif changes.read is Read.CLEANED_UP:
+        found = _after_clean_up(table, changes, found, reports, warn)
+    through = {
+        THROUGH_VERSION: changes.seen.version,
+        THROUGH_MS: changes.seen.committed_ms,
+        THROUGH_FILES_MS: changes.seen.files_ms,
+    }
     events = [
         dg.AssetMaterialization(
             asset_key=table.key,
             partition=key,
             metadata={
-                "delta_versions": sorted(versions),
-                "delta_version": max(versions),
+                "delta_versions": sorted(entry.versions),
+                "delta_version": max(entry.versions),
                 "location": location,
+                **({ROWS: entry.rows} if entry.rows is not None else {}),
                 **{k: v for k, v in through.items() if v is not None},
             },
-            tags={DATA_VERSION_TAG: data_version(max(versions)).value},
+            tags={DATA_VERSION_TAG: data_version(max(entry.versions)).value},
         )
-        for key, versions in sorted(_keys(table, changes, warn).items(), key=lambda item: item[0] or "")
+        for key, entry in sorted(found.items(), key=lambda item: item[0] or "")
     ]
     return events, changes.seen
 
@@ -122,12 +195,15 @@ def _entry(value: Any) -> tuple[Seen | None, str | None]:
     """A cursor entry: how far the table was read, and the error its log gave last tick (if any)."""
     if isinstance(value, int):  # a cursor written before commit times were kept
         return Seen(value), None
-    seen = Seen(value["version"], value.get("committed_ms")) if "version" in value else None
-    return seen, value.get("unreadable")
+    if "version" not in value:
+        return None, value.get("unreadable")
+    return Seen(value["version"], value.get("committed_ms"), value.get("files_ms")), value.get("unreadable")
 
 
 def _store(seen: Seen | None, unreadable: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {} if seen is None else {"version": seen.version, "committed_ms": seen.committed_ms}
+    out: dict[str, Any] = {}
+    if seen is not None:
+        out = {"version": seen.version, "committed_ms": seen.committed_ms, "files_ms": seen.files_ms}
     return out | ({"unreadable": unreadable} if unreadable else {})
 
 
@@ -146,17 +222,17 @@ def observe(
     cursor: dict[str, Any],
     warn: Callable[[str], None] = log.warning,
     files: LogFiles = LOCAL,
-    recorded: Recorded = lambda _table: None,
+    reports: Reports = NO_REPORTS,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, Any]]:
-    """One tick over the external ``tables`` (their logs read through ``files``); ``recorded`` is where a
-    table the cursor does not know starts (how far this instance's reports of it already went)."""
+    """One tick over the external ``tables`` (their logs read through ``files``); ``reports`` are this
+    instance's earlier reports: where a table the cursor does not know starts, and each partition's rows."""
     events: list[dg.AssetMaterialization] = []
     cursor = dict(cursor)
     for table in tables:
         location = registry.location(table.domain, table.name)
-        seen, failed = _entry(cursor[table.ref]) if table.ref in cursor else (recorded(table), None)
+        seen, failed = _entry(cursor[table.ref]) if table.ref in cursor else (reports.through(table), None)
         try:
-            found, seen = observe_table(table, location, seen, warn, files)
+            found, seen = observe_table(table, location, seen, warn, files, reports)
         except Exception as exc:  # any failure to read one table's log is that table's, not the domain's
             alert = _unreadable(table, location, exc)
             warn(alert.message)
@@ -170,20 +246,6 @@ def observe(
         else:
             cursor.pop(table.ref, None)
     return events, cursor
-
-
-def recorded_in(instance: dg.DagsterInstance) -> Recorded:
-    """How far ``instance``'s last report of a table read its log (None: never reported)."""
-
-    def recorded(table: Table) -> Seen | None:
-        event = instance.get_latest_materialization_event(table.key)
-        metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
-        if THROUGH_VERSION not in metadata:
-            return None
-        committed = metadata.get(THROUGH_MS)
-        return Seen(metadata[THROUGH_VERSION].value, committed.value if committed else None)
-
-    return recorded
 
 
 def with_observations(events: list[dg.AssetMaterialization]) -> list[dg.AssetObservation | dg.AssetMaterialization]:
@@ -231,7 +293,7 @@ def build_observer(domain: str, tables: list[Table], settings: AutomationSetting
         cursor = json.loads(context.cursor) if context.cursor else {}
         files = LogFiles(mesh.settings.s3)
         events, cursor = observe(
-            tables, mesh.registry, cursor, context.log.warning, files, recorded_in(context.instance)
+            tables, mesh.registry, cursor, context.log.warning, files, InstanceReports(context.instance)
         )
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(

@@ -31,3 +31,19 @@ def spark_error(exc: PySparkException) -> str:
     if condition and f"[{condition}]" not in first:
         first = f"[{condition}] {first}"
     return first if len(first) <= MAX_LENGTH else first[: MAX_LENGTH - 1] + "…"
+
+
+def error_class(exc: BaseException) -> str:
+    """An error's class without its message: Spark's condition, a JVM exception's class, else the Python type."""
+    if isinstance(exc, PySparkException) and exc.getCondition():
+        return str(exc.getCondition())
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        return str(java.getClass().getSimpleName())
+    return type(exc).__name__
+
+
+def withheld(exc: BaseException, ref: str, classification: str) -> str:
+    """An error of a table classified above ``l0`` as its class alone: Spark's messages (and a transformation's
+    own) may quote the row value they failed on, and the texts made of them reach logs, UIs and chat."""
+    return f"[{error_class(exc)}] (message withheld: {ref} is classified {classification})"

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mesh_assets.checks.contract import schema_drift
-from mesh_assets.checks.errors import missing_columns, spark_error
+from mesh_assets.checks.errors import missing_columns, spark_error, withheld
 from mesh_assets.checks.outcomes import CheckOutcome
 from mesh_assets.graph.queries import rewrite_tables
 from mesh_assets.graph.resolve import Table
@@ -172,8 +172,7 @@ class _Evaluation:
         """Spark's error; for a classified table its class alone (the message may quote a value)."""
         if self.table.shows_values:
             return spark_error(exc)
-        condition = exc.getCondition() or type(exc).__name__
-        return f"[{condition}] (message withheld: {self.table.ref} is classified {self.table.classification})"
+        return withheld(exc, self.table.ref, self.table.classification)
 
     def run(self, check: CheckSpec) -> list[CheckOutcome]:
         """The check's outcomes; failed ones carrying the error when the check cannot judge the rows."""

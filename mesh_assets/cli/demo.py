@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from mesh_assets.cli.capture import output_to
@@ -35,8 +35,8 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         if not args.verbose:
             console = Console(file=stack.enter_context(output_to(log)))
         instance = stack.enter_context(instance_for())
-        console.print(f"Dagster instance: {shown(Path(instance.root_directory))}", highlight=False)
-        console.print(f"Warehouse: {get_settings().warehouse_uri}", highlight=False)
+        print_stripped(console, f"Dagster instance: {shown(Path(instance.root_directory))}")
+        print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
         progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
         try:
             summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
@@ -47,13 +47,19 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         return report(console, summary, progress, log, args.verbose)
 
 
+def print_stripped(console: Console, renderable: RenderableType, highlight: bool = False) -> None:
+    """``renderable`` as the console wraps it, with no trailing spaces: neither a table's padding to its width
+    nor the space left where a long path was wrapped onto its own line shows in a CI log."""
+    with console.capture() as captured:
+        console.print(renderable, highlight=highlight)
+    for line in captured.get().splitlines():
+        console.out(line.rstrip(), highlight=False)
+
+
 def report(console: Console, summary: list[AssetSummary], progress: DemoProgress, log: Path, verbose: bool) -> int:
     """The summary, then each failure (the table and the partitions refused) and each product left incomplete,
     then where the full log is; 1 when anything failed."""
-    with console.capture() as table:
-        console.print(summary_table(summary))
-    for line in table.get().splitlines():
-        console.out(line.rstrip(), highlight=False)  # no padding to the table's width in a CI log
+    print_stripped(console, summary_table(summary), highlight=True)
     for message in progress.failures:
         console.print(f"[red]failed[/red]: {message}", highlight=False)
     for line in progress.incomplete():

@@ -221,8 +221,7 @@ def entry_path(home: Path, key: str) -> Path:
     return home / "catalog" / f"{key}.json"
 
 
-def read_entry(home: Path, key: str) -> DomainEntry | None:
-    """The stored entry for exactly this content, if one was made."""
+def _stored(home: Path, key: str) -> dict[str, Any] | None:
     path = entry_path(home, key)
     try:
         data = json.loads(path.read_text())
@@ -230,7 +229,20 @@ def read_entry(home: Path, key: str) -> DomainEntry | None:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
         return None
-    return DomainEntry.from_json(data)
+    return data
+
+
+def read_entry(home: Path, key: str) -> DomainEntry | None:
+    """The stored entry for exactly this content, if one was made."""
+    data = _stored(home, key)
+    return None if data is None else DomainEntry.from_json(data)
+
+
+def passed(home: Path, key: str) -> bool | None:
+    """Whether the stored entry for this content was made whole and found no error (None: there is none),
+    read without resolving its tables."""
+    data = _stored(home, key)
+    return None if data is None else bool(data["complete"]) and not data["errors"]
 
 
 def write_entry(home: Path, entry: DomainEntry) -> None:

@@ -22,6 +22,7 @@ from mesh_assets.model.names import IDENTIFIER
 from mesh_assets.model.product import DataProduct
 
 SKIPPED_PY = {"definitions.py", "__init__.py"}
+Loaded = tuple[list[DataProduct], list[SpecError]]
 
 
 @dataclass
@@ -141,16 +142,38 @@ DEFS_FOLDER = "defs"
 """Where a domain keeps its Dagster component instances: ``defs/<name>/defs.yaml``."""
 
 
-def _load_components(folder: Path) -> tuple[list[DataProduct], list[SpecError]]:
+YamlCache = dict[str, list[DataProduct]]
+"""A domain's validated YAML products by file (its path in the domain folder): read from, and filled by,
+:func:`load_domain`, so an unchanged domain is loaded without reading its YAML again."""
+
+
+def _through(cache: YamlCache | None, folder: Path, path: Path, load: Callable[[], Loaded]) -> Loaded:
+    if cache is None:
+        return load()
+    name = path.relative_to(folder).as_posix()
+    if name in cache:
+        return cache[name], []
+    products, errors = load()
+    if not errors:
+        cache[name] = products
+    return products, errors
+
+
+def _load_components(folder: Path, cache: YamlCache | None = None) -> Loaded:
     """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
     validated (and reported with file, line and field) exactly as a product's YAML file is."""
     products: list[DataProduct] = []
     errors: list[SpecError] = []
+
+    def load(path: Path) -> Loaded:
+        if component_specs.component_type(path) != COMPONENT_TYPE:
+            return [], []  # another kind of component: Dagster's to load
+        return _load_yaml(path, folder.name, at=("attributes",))
+
     for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
-        if component_specs.component_type(path) == COMPONENT_TYPE:
-            loaded = _load_yaml(path, folder.name, at=("attributes",))
-            products.extend(loaded[0])
-            errors.extend(loaded[1])
+        loaded = _through(cache, folder, path, lambda path=path: load(path))
+        products.extend(loaded[0])
+        errors.extend(loaded[1])
     return products, errors
 
 
@@ -205,14 +228,17 @@ def is_python_product(path: Path) -> bool:
     return path.suffix == ".py" and path.name not in SKIPPED_PY and not path.name.startswith("_")
 
 
-def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: None) -> DomainSpecs:
+def load_domain(
+    folder: Path, on_file: Callable[[Path], object] = lambda path: None, cache: YamlCache | None = None
+) -> DomainSpecs:
     """Load every product in one domain folder, collecting all errors instead of stopping at the first;
-    ``on_file`` hears of each file before it is loaded."""
+    ``on_file`` hears of each file before it is loaded. YAML products found in ``cache`` are taken from it, and
+    those read are added to it; Python files always run (their products are the code)."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
-    specs.products, specs.errors = _load_components(folder)
+    specs.products, specs.errors = _load_components(folder, cache)
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python
@@ -221,7 +247,10 @@ def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: N
         else:
             continue
         on_file(path)
-        products, errors = load(path, folder.name)
+        if load is _load_yaml:
+            products, errors = _through(cache, folder, path, lambda path=path: _load_yaml(path, folder.name))
+        else:
+            products, errors = load(path, folder.name)
         specs.products.extend(products)
         specs.errors.extend(errors)
     return specs

@@ -83,7 +83,7 @@ def validate_catalog(
     where its code ran, and the rules between tables, on the tables alone (``graph``, when the caller has it)."""
     graph = graph or catalog_graph(entries, extra)
     errors = [e for name, entry in entries.items() if only is None or name in only for e in entry.errors_here()]
-    return sorted(set(errors + mesh_errors(graph, only)))
+    return sorted(set(errors + mesh_errors(graph, only, entries)))
 
 
 def _discover_in_child(folder: Path, key: str, timeout: float) -> DomainEntry:

@@ -128,7 +128,7 @@ class Table:
         """``deprecated (sunset 2021-09-01)``, ``retired``: the status as a consumer is told it."""
         return f"{self.status} (sunset {self.sunset})" if self.sunset else str(self.status)
 
-    @property
+    @cached_property
     def key(self) -> dg.AssetKey:
         return dg.AssetKey([self.domain, self.name])
 
@@ -329,6 +329,21 @@ class MeshGraph:
 
     def nodes_of(self, domain: str) -> list[Node]:
         return [n for (d, _), n in self.nodes.items() if d == domain]
+
+    @cached_property
+    def by_product(self) -> dict[tuple[str, str], tuple[list[Node], list[Table]]]:
+        """Per ``(domain, product)``: its nodes and its external tables, found in one pass."""
+        found: dict[tuple[str, str], tuple[list[Node], list[Table]]] = {}
+        for node in self.nodes.values():
+            found.setdefault((node.product.domain, node.product.name), ([], []))[0].append(node)
+        for table in self.tables.values():
+            if table.external:
+                found.setdefault((table.domain, table.product), ([], []))[1].append(table)
+        return found
+
+    def readers(self, domain: str, table: str) -> list[Table]:
+        """Every table, in any domain, that reads ``domain.table``."""
+        return [self.tables[(ref.split(".", 1)[0], ref.split(".", 1)[1])] for ref in self.consumers(domain, table)]
 
     def consumers(self, domain: str, table: str) -> tuple[str, ...]:
         """``<domain>.<table>`` of every table, in any domain, that reads ``domain.table``."""

@@ -2,7 +2,9 @@
 
 Dagster refuses an owner or a tag it does not accept, and two checks of one asset with one name, only when
 a code location builds its definitions; here the same refusals are found at discovery, with the file, line
-and field, so ``mesh validate`` and the code location refuse exactly the same specs. Owners and tags are
+and field, so ``mesh validate`` and the code location refuse exactly the same specs. A check naming a column
+the output does not have fails every run; it is refused wherever the output's columns are known: its declared
+contract, or the columns its SQL selects. Owners and tags are
 judged by Dagster itself (an ``AssetSpec`` is built with them), so its rules cannot drift from ours.
 """
 
@@ -14,9 +16,10 @@ import dagster as dg
 
 from mesh_assets.graph import yaml_lines
 from mesh_assets.graph.governance import classification_errors, lifecycle_errors, tier_errors
+from mesh_assets.graph.revisions import sql_text
 from mesh_assets.model.checks import COLUMNS_FIELD, Freshness, SchemaContract, checked_columns
 from mesh_assets.model.errors import SpecError, relative
-from mesh_assets.model.product import DataProduct, ExternalTable, Output
+from mesh_assets.model.product import DataProduct, ExternalTable, Output, SqlTransformation
 
 OWNER_RULE = "Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"
 
@@ -39,12 +42,31 @@ def _dagster_refuses(**spec: object) -> str | None:
     return None
 
 
-def _table_errors(table: Output | ExternalTable, at: tuple[str | int, ...]) -> list[tuple[tuple, str]]:
-    """(location, message) of each clash between ``table``'s checks, and of each check naming a column its
-    declared contract does not have."""
+def _columns_of(t: SqlTransformation, product: DataProduct) -> tuple[str, ...] | None:
+    """The columns a SQL product's query returns when it names them all (None: a star, or SQL that does not
+    parse, which validation reports), with the partition column Mesh adds when the query has none."""
+    from mesh_assets.graph.queries import query_columns  # sqlglot: only where SQL is judged
+
+    columns = query_columns(sql_text(t, product))
+    return None if columns is None else (*columns, t.output.partition_column)
+
+
+def _table_errors(
+    table: Output | ExternalTable, at: tuple[str | int, ...], selected: tuple[str, ...] | None = None
+) -> list[tuple[tuple, str]]:
+    """(location, message) of each clash between ``table``'s checks, of each check naming a column the table's
+    known schema does not have (its declared contract, else the columns its SQL ``selected``), and of each
+    contract column the SQL does not select."""
     found: list[tuple[tuple, str]] = []
     seen: dict[str, int] = {}
-    contract = {c.name for c in table.contract} if table.contract is not None else None
+    contract = {c.name.lower() for c in table.contract} if table.contract is not None else None
+    chosen = {c.lower() for c in selected} if selected is not None else None
+    for k, column in enumerate(table.contract or ()):
+        if chosen is not None and column.name.lower() not in chosen:
+            found.append(((*at, "contract", k), f"contract column {column.name!r} is not selected by the SQL"))
+    known, what = (contract, "the output's contract")
+    if contract is None:
+        known, what = chosen, f"the columns its SQL selects ({', '.join(selected or ())})"
     for j, check in enumerate(table.checks):
         if isinstance(check, Freshness):
             continue
@@ -57,9 +79,9 @@ def _table_errors(table: Output | ExternalTable, at: tuple[str | int, ...]) -> l
             found.append(((*at, "checks", j), f"check name {name!r} is the contract's own check; choose another name"))
         seen.setdefault(name, j)
         for column in checked_columns(check):
-            if contract is not None and column not in contract:
+            if known is not None and column.lower() not in known:
                 where = (*at, "checks", j, COLUMNS_FIELD[type(check)])
-                found.append((where, f"column {column!r} is not in the output's contract"))
+                found.append((where, f"column {column!r} is not in {what}"))
     return found
 
 
@@ -72,7 +94,8 @@ def product_errors(product: DataProduct, lines: yaml_lines.Lines) -> list[SpecEr
         if (problem := _tag_refused(key, value)) is not None:
             found.append((("tags", key), problem))
     for i, t in enumerate(product.transformations):
-        found += _table_errors(t.output, ("tables", i))
+        selected = _columns_of(t, product) if isinstance(t, SqlTransformation) else None
+        found += _table_errors(t.output, ("tables", i), selected)
     for i, ext in enumerate(product.external):
         found += _table_errors(ext, ("external", i))
     found += lifecycle_errors(product) + tier_errors(product) + classification_errors(product)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-
-import sqlglot
+from pathlib import Path
 
 from mesh_assets.graph.discovery import DomainSpecs
-from mesh_assets.graph.queries import NotAQuery, parse_query, query_tables
 from mesh_assets.graph.readers import read_refusal
-from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table
+from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table, TableKind
 from mesh_assets.graph.revisions import sql_text
 from mesh_assets.model.checks import SqlAssertion
 from mesh_assets.model.errors import SpecError, relative
@@ -24,11 +22,17 @@ from mesh_assets.model.product import DataProduct, PySparkTransformation, SqlTra
 
 def sql_tables(sql: str) -> set[tuple[str | None, str]]:
     """Tables a query reads, as (domain, table); SQL that is not one read-only query raises NotAQuery."""
-    return query_tables(parse_query(sql))
+    from mesh_assets.graph.queries import read_tables  # sqlglot: only where SQL is judged, not on a warm load
+
+    return set(read_tables(sql))
 
 
 def _sql_problem(sql: str) -> tuple[str | None, set[tuple[str | None, str]]]:
     """(why ``sql`` is refused, or None; the tables it reads)."""
+    import sqlglot
+
+    from mesh_assets.graph.queries import NotAQuery
+
     try:
         return None, sql_tables(sql)
     except sqlglot.errors.ParseError as exc:
@@ -88,6 +92,39 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             )
         if table.grain is Grain.DAILY and info.grain is Grain.HOURLY and inp.window == "last":
             err(inp, ".window", "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'")
+    return errors
+
+
+def _line_naming(file: Path | None, name: str) -> int | None:
+    """The first line of ``file`` that quotes ``name`` (where a dbt model's ``source()`` or ``ref()`` names it)."""
+    try:
+        text = file.read_text() if file is not None else ""
+    except OSError:
+        return None
+    quoted = (f"'{name}'", f'"{name}"')
+    return next((n for n, line in enumerate(text.splitlines(), 1) if any(q in line for q in quoted)), None)
+
+
+def _check_tool_reads(table: Table, graph: MeshGraph) -> list[SpecError]:
+    """A dbt model's sources and refs against the tables they name, as a product's inputs are."""
+    errors = []
+    for domain, name in table.inputs:
+        ref, info = f"{domain}.{name}", graph.get(domain, name)
+        if info is None:
+            problem = "an unknown table"
+        elif domain != table.domain and not info.published:
+            problem = f"which is internal to domain {domain}; only published tables may be read by other domains"
+        else:
+            continue
+        file = relative(table.source_file)
+        errors.append(
+            SpecError(
+                file,
+                _line_naming(table.source_file, name),
+                "depends_on",
+                f"dbt model {table.ref} reads {ref}, {problem}",
+            )
+        )
     return errors
 
 
@@ -200,9 +237,12 @@ def _cycles(graph: MeshGraph, only: set[str] | None) -> list[SpecError]:
     return errors
 
 
-def mesh_errors(graph: MeshGraph, only: set[str] | None = None) -> list[SpecError]:
+def mesh_errors(graph: MeshGraph, only: set[str] | None = None, mesh: Iterable[str] | None = None) -> list[SpecError]:
     """The rules between tables (duplicates, inputs, cycles) for the tables of ``only`` (default: all): they need
-    only the resolved tables, which other domains contribute from the catalog, never by running their code."""
+    only the resolved tables, which other domains contribute from the catalog, never by running their code.
+    A dbt model's reads are judged when its domain is one of the ``mesh``'s domain folders (default: any), so
+    a mesh without it (a fixture, a test) is not judged by the project's models."""
+    judged = set(only) if only is not None else set(mesh) if mesh is not None else None
     errors: list[SpecError] = []
     for first, second in graph.duplicates:
         if only is None or second.domain in only:
@@ -217,6 +257,8 @@ def mesh_errors(graph: MeshGraph, only: set[str] | None = None) -> list[SpecErro
     for table in graph.tables.values():
         if only is None or table.domain in only:
             errors += _check_inputs(table, graph)
+        if table.kind is TableKind.DBT and (judged is None or table.domain in judged):
+            errors += _check_tool_reads(table, graph)
     return errors + _cycles(graph, only)
 
 
@@ -234,9 +276,17 @@ def validate(
     only: set[str] | None = None,
     extra: Iterable[Table] = (),
     graph: MeshGraph | None = None,
+    judged: dict[str, list[SpecError]] | None = None,
 ) -> list[SpecError]:
     """Every governance error in ``domains`` (restricted to the ``only`` domains if given); ``graph`` is the
-    mesh already resolved from them (and ``extra``), when the caller has it."""
+    mesh already resolved from them (and ``extra``), when the caller has it; ``judged`` are domains' own errors
+    already found for their current content (see :mod:`~mesh_assets.graph.own_domain`)."""
     graph = graph or MeshGraph(domains, extra)
-    errors = [e for name, s in domains.items() if only is None or name in only for e in local_errors(s)]
-    return sorted(set(errors + mesh_errors(graph, only)))
+    judged = judged or {}
+    errors = [
+        e
+        for name, s in domains.items()
+        if only is None or name in only
+        for e in (judged[name] if name in judged else local_errors(s))
+    ]
+    return sorted(set(errors + mesh_errors(graph, only, domains)))

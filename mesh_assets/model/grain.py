@@ -68,6 +68,10 @@ class Grain:
     def __repr__(self) -> str:
         return f"Grain.{self.name.upper()}"
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Unpickled as the same instance (grains compare with ``is``), as cached specs are."""
+        return Grain.of, (self.name,)
+
     def __str__(self) -> str:
         return self.name
 

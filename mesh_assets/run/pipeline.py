@@ -21,6 +21,7 @@ from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
+from mesh_assets.run.privacy import private_failures
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.settings import EngineMode, MeshSettings
@@ -98,8 +99,9 @@ def _run(
 def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
-    """The asset's body: the run with its hooks (lineage), then its events."""
-    with run_hooks(context, mesh, node) as hooks:
+    """The asset's body: the run with its hooks (lineage), then its events; a classified output's errors
+    reach them without row values."""
+    with run_hooks(context, mesh, node) as hooks, private_failures(node.table):
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)
         yield from record(context, node, outcome)

@@ -1,17 +1,16 @@
 """Checks on their own: a product's checks re-run on partitions already published, nothing recomputed.
 
-After a rule changes, or to confirm that a table was fixed in place, an operator runs the output's checks job
-(``<domain>__<table>__checks``) with the tag ``mesh/check_partitions`` naming a partition or a range
-(``2021-06-01..2021-06-07``): a job of checks alone has no partitions of its own. Each check judges the
-published rows of each published partition and its result points at the partition's current materialization,
-so it gates consumers (and shows in the UI) like the results of the run that published it. ``valid`` is not
-re-run: only a new publication or an invalidation changes it.
+After a rule changes, or to confirm that a table was fixed in place, an operator runs the domain's checks job
+(``<domain>__checks``) with the table and the partitions in its config (``table``, ``start``, ``end``: one
+key, or a range such as ``2021-06-01`` .. ``2021-06-07``), as the invalidation job takes them. A check-only run
+of the output itself (the UI's *Execute checks*) works too, the partitions named by the run's tag
+``mesh/check_partitions`` (``2021-06-01..2021-06-07``). Each check judges the published rows of each published
+partition and its result points at the partition's current materialization, so it gates consumers (and shows in
+the UI) like the results of the run that published it. ``valid`` is not re-run: only a new publication or an
+invalidation changes it.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from typing import Any
 
 import dagster as dg
 from pyspark.sql import functions as F
@@ -26,24 +25,38 @@ from mesh_assets.storage.resource import MeshResource
 PARTITIONS_TAG = "mesh/check_partitions"
 
 
-def _range(context: dg.AssetExecutionContext, node: Node) -> PartitionRange | None:
-    """The partitions the run's tag names; None for an unpartitioned table."""
-    grain = node.table.grain
-    if not grain.partitioned:
-        return None
+def tagged(context: dg.AssetExecutionContext, node: Node) -> tuple[str | None, str | None]:
+    """The first and last partition keys the run's tag names; (None, None) for an unpartitioned table."""
+    if not node.table.grain.partitioned:
+        return None, None
     named = context.run.tags.get(PARTITIONS_TAG)
     if not named:
         raise dg.Failure(description=f"{node.table.ref}: tag the run {PARTITIONS_TAG}=<first>..<last> (or one key)")
     first, _, last = named.partition("..")
-    return PartitionRange.from_keys(grain, first.strip(), (last or first).strip())
+    return first.strip(), (last or first).strip()
 
 
-def recheck(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> Iterator[Any]:
-    """Evaluate the selected checks on the published rows of the run's published partitions."""
+def recheck(
+    context: dg.OpExecutionContext,
+    mesh: MeshResource,
+    node: Node,
+    first: str | None,
+    last: str | None,
+    selected: set[str] | None = None,
+) -> None:
+    """Evaluate the table's checks (those ``selected``, default all) on its published partitions from ``first``
+    to ``last`` (default: ``first``), logging one result per check and partition."""
     table, key = node.table, node.table.key
-    selected = {k.name for k in context.selected_asset_check_keys} - {VALID}
-    checks = [c for c in table.checks if c.check_name in selected]
-    part = _range(context, node)
+    names = (selected or {c.check_name for c in table.checks}) - {VALID}
+    checks = [c for c in table.checks if c.check_name in names]
+    part = None
+    if table.grain.partitioned:
+        if first is None:
+            raise dg.Failure(description=f"{table.ref}: name the partitions to check (start, and end for a range)")
+        try:
+            part = PartitionRange.from_keys(table.grain, first, last or first)
+        except ValueError as exc:
+            raise dg.Failure(description=f"{table.ref}: {exc}") from None
     if part is None:
         published: list[str | None] = [None] if context.instance.get_latest_materialization_event(key) else []
     else:
@@ -60,4 +73,3 @@ def recheck(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -
         if outcome.partition in published:
             context.log_event(evaluation(key, outcome, target_of(context.instance, key, outcome.partition)))
     context.log.info(f"{table.ref}: {len(checks)} check(s) re-run on {len(published)} published partition(s)")
-    yield from ()

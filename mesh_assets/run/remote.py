@@ -40,6 +40,7 @@ from mesh_assets.graph.discovery import load_domain
 from mesh_assets.graph.resolve import MeshGraph, Node
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.outcome import outcome_json
+from mesh_assets.run.privacy import private_description
 from mesh_assets.storage.tables import TableRegistry
 
 NOT_UNDER_PIPES = (
@@ -91,8 +92,11 @@ def rebuilt_node(request: dict[str, Any]) -> Node:
     return graph.node(domain, table)
 
 
-def failure_json(exc: Exception) -> dict[str, Any]:
-    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text."""
+def failure_json(exc: Exception, node: Node | None = None) -> dict[str, Any]:
+    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text (its
+    class alone for a table classified above ``l0``: the text may quote a row)."""
+    if node is not None and (description := private_description(exc, node.table)) is not None:
+        return {"error": type(exc).__name__, "description": description, "metadata": {}}
     if isinstance(exc, dg.Failure):
         metadata = {key: getattr(value, "value", value) for key, value in exc.metadata.items()}
         return {
@@ -105,6 +109,7 @@ def failure_json(exc: Exception) -> dict[str, Any]:
 
 def outcome_message(extras: dict[str, Any], log: logging.Logger) -> dict[str, Any]:
     """Run the requested body; its outcome, or its failure, as the message to report."""
+    node = None
     try:
         node, plan = rebuilt_node(extras["node"]), RunPlan.from_json(extras["plan"])
         spark = submitted_spark(extras["log_level"], extras["s3a"])
@@ -115,7 +120,7 @@ def outcome_message(extras: dict[str, Any], log: logging.Logger) -> dict[str, An
         outcome = run_body(spark, TableRegistry(extras["warehouse"]), node, plan, log)
     except Exception as exc:  # reported to the step, which fails with it
         log.error(traceback.format_exc())
-        return {"failure": failure_json(exc)}
+        return {"failure": failure_json(exc, node)}
     return {"outcome": outcome_json(outcome)}
 
 

@@ -38,15 +38,30 @@ def version_or_none(location: str) -> int | None:
     return None if table is None else table.version()
 
 
+class CommitNotFound(RuntimeError):
+    """A write committed, but its commit is not in the table's log where Mesh looks for it, so the version it
+    would record (a materialization's ``delta_version`` and data version) is unknown: refused rather than guessed."""
+
+
 def committed_version(location: str, metadata: str | None, after: int | None = None) -> int:
-    """The version a write just committed, found by its commit metadata: a writer of other partitions may
-    have committed after it, so the latest version is not necessarily this write's. ``after`` is the version
-    before the write (no older commit can be it); at most 20 commits are looked at."""
+    """The version a write just committed, found by its commit metadata.
+
+    A writer of other partitions may have committed after it, so the latest version is not necessarily this
+    write's. ``after`` is the version before the write (no older commit can be it; every commit since is
+    looked at), else the newest 20 commits are. Without ``metadata`` there is nothing to tell the write's commit
+    by, and the latest version is the answer; with it, no matching commit raises :class:`CommitNotFound`.
+    """
     table = open_table(location, get_settings().s3)
     if table is None:
         raise FileNotFoundError(f"no Delta table at {location}")
+    latest = table.version()
+    if not metadata:
+        return latest
     oldest = -1 if after is None else after
-    for info in table.history(20):
-        if info["version"] > oldest and metadata and info.get("userMetadata") == metadata:
+    for info in table.history(20 if after is None else max(latest - after, 1)):
+        if info["version"] > oldest and info.get("userMetadata") == metadata:
             return info["version"]
-    return table.version()
+    raise CommitNotFound(
+        f"the commit of this write (userMetadata {metadata}) is not in the log of {location} after version "
+        f"{oldest} (latest {latest}): its rows may be published, but which version published them is unknown"
+    )

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from delta import exceptions as delta_errors
 from pyspark import StorageLevel
@@ -43,7 +44,20 @@ CREATED_FIRST = (delta_errors.MetadataChangedException, delta_errors.ProtocolCha
 
 
 class WriteFailed(RuntimeError):
-    """A Delta write that committed nothing; the message says why and which version readers still see."""
+    """A Delta write that committed nothing; the message says why and which version readers still see.
+
+    ``about_storage``: the cause is the storage's (the OS, the object store, a conflict in Delta's log), whose
+    words name files and writers; otherwise it is the rows' (Spark failing to compute them), whose words may
+    quote a value.
+    """
+
+    def __init__(self, what: str, cause: str, state: str, about_storage: bool):
+        super().__init__(f"writing {what} failed: {cause}; {state}")
+        self.what, self.state, self.about_storage = what, state, about_storage
+
+    def with_cause(self, cause: str) -> str:
+        """The message with another cause: a classified table's write names the error's class, not its text."""
+        return f"writing {self.what} failed: {cause}; {self.state}"
 
 
 @dataclass(frozen=True)
@@ -68,19 +82,39 @@ def replace_predicate(column: str, partitions: PartitionRange, only: Sequence[da
     return f"`{col}` IN ({', '.join(grain.sql_literal(v) for v in values)})"
 
 
+def _innermost(exc: BaseException) -> Any:
+    """The innermost JVM cause of a Spark error (the OS's or Delta's); None for a Python error."""
+    cause = getattr(exc, "java_exception", None)
+    for _ in range(32):
+        inner = cause.getCause() if cause is not None else None
+        if inner is None:
+            break
+        cause = inner
+    return cause
+
+
 def failure_cause(exc: BaseException) -> str:
     """Why a write failed, in the words of its innermost cause (the OS or Delta), not Spark's wrappers."""
     if isinstance(exc, CONFLICTS):
         return f"another write committed to the same partitions first ({type(exc).__name__}); re-run to publish"
-    cause = getattr(exc, "java_exception", None)
+    cause = _innermost(exc)
     if cause is None:
         return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    for _ in range(32):
-        inner = cause.getCause()
-        if inner is None:
-            break
-        cause = inner
     return str(cause.toString())
+
+
+def _about_storage(exc: BaseException) -> bool:
+    """Whether a write failed for its storage: a conflict, or an I/O error (``java.io.IOException`` and its
+    kind: a full disk, a denied bucket), rather than for rows Spark could not compute."""
+    if isinstance(exc, CONFLICTS):
+        return True
+    cause = _innermost(exc)
+    kind = cause.getClass() if cause is not None else None
+    while kind is not None:
+        if kind.getName() == "java.io.IOException":
+            return True
+        kind = kind.getSuperclass()
+    return False
 
 
 def _failed(
@@ -104,7 +138,7 @@ def _failed(
         state = f"the table is unchanged at version {after}"
     else:
         state = f"nothing of this write was committed; the table is at version {after}, committed by another writer"
-    return WriteFailed(f"writing {what} failed: {cause or failure_cause(exc)}; {state}")
+    return WriteFailed(what, cause or failure_cause(exc), state, cause is not None or _about_storage(exc))
 
 
 def _into_table_created_meanwhile(

@@ -24,6 +24,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
+from quick_daemon import COMMAND as DAEMON
 from webserver import accepts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ class DagsterServices:
         workspace.write_text(yaml.safe_dump({"load_from": grpc}))
         port = self.url.rsplit(":", 1)[1]
         self.spawn("webserver", [str(BIN / "dagster-webserver"), "-w", str(workspace), "-h", "127.0.0.1", "-p", port])
-        self.spawn("daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(workspace)])
+        self.spawn("daemon", [*DAEMON, "run", "-w", str(workspace)])
         self.wait(self.locations_loaded, timeout, "webserver")
 
     def wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:

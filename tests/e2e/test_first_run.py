@@ -57,7 +57,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     home = tmp_path_factory.mktemp("newcomer") / ".mesh"
     env = newcomer_env(home)
     made = subprocess.run(
-        ["make", "-o", "setup", "demo", f"DEMO_ARGS=--days {DAYS}", f"DAGSTER_HOME={home / 'dagster'}"],
+        [
+            "make",
+            "--no-print-directory",  # nor "Entering directory" lines from make flags the shell still carries
+            "-o",
+            "setup",
+            "demo",
+            f"DEMO_ARGS=--days {DAYS}",
+            f"DAGSTER_HOME={home / 'dagster'}",
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
+from quick_daemon import COMMAND as DAEMON
 from rich.console import Console
 from services import processes
 from webserver import BIN, code_server, dagster_webserver, grpc_workspace
@@ -54,7 +55,7 @@ def services(deployment: dict[str, str]) -> Iterator[dict[str, str]]:
     definitions = ROOT / "domains" / "food_delivery" / "definitions.py"
     with code_server("food_delivery", definitions, ROOT, deployment, base / "code-server.log") as sock:
         workspace_yaml = grpc_workspace(base / "workspace.yaml", {"food_delivery": sock})
-        daemon = processes.start([BIN / "dagster-daemon", "run", "-w", workspace_yaml], base / "daemon.log", deployment)
+        daemon = processes.start([*DAEMON, "run", "-w", workspace_yaml], base / "daemon.log", deployment)
         try:
             with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
                 yield {**deployment, "MESH_DAGSTER__URL": url}

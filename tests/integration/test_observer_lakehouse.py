@@ -63,7 +63,8 @@ def observer(tmp_path: Path, spec: DataProduct = HOURLY) -> tuple[dg.SensorDefin
     return sensor, mesh, mesh.registry.location("central", "raw_events")
 
 
-def test_optimize_reports_nothing_and_requests_no_run_but_a_delete_is_reported(spark, tmp_path) -> None:
+def test_maintenance_commits_report_nothing_and_request_no_run_but_a_delete_is_reported(spark, tmp_path) -> None:
+    """OPTIMIZE, ZORDER and VACUUM rewrite or delete files without changing the data: no partition is reported."""
     sensor, mesh, location = observer(tmp_path)
     land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")
     land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")  # two small files per hour
@@ -74,6 +75,19 @@ def test_optimize_reports_nothing_and_requests_no_run_but_a_delete_is_reported(s
     keys, result = tick(sensor, mesh, first.cursor)
     assert keys == [] and result.run_requests == []
     assert json.loads(result.cursor)["central.raw_events"]["version"] == 2  # read past it, never again
+
+    spark.sql(f"OPTIMIZE delta.`{location}` ZORDER BY (id)")  # version 3: rewrites each hour's file again
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:  # versions 4 and 5: VACUUM START and END, deleting the files the rewrites replaced
+        spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    operations = [h["operation"] for h in DeltaTable(location).history()]
+    assert operations[:3] == ["VACUUM END", "VACUUM START", "OPTIMIZE"]
+    assert len(list(Path(location).glob("p_hour=*/*.parquet"))) == 2  # one file per hour is left
+    keys, result = tick(sensor, mesh, result.cursor)
+    assert keys == [] and result.run_requests == []
+    assert json.loads(result.cursor)["central.raw_events"]["version"] == 5
 
     spark.sql(f"DELETE FROM delta.`{location}` WHERE p_hour = TIMESTAMP'2021-06-01 01:00:00' AND id = 0")
     assert tick(sensor, mesh, result.cursor)[0] == ["2021-06-01-01:00"]
@@ -87,31 +101,48 @@ def _age_log(location: str) -> None:
             os.utime(path, (old, old))
 
 
-def test_a_log_cleaned_up_past_the_cursor_resumes_from_the_newest_checkpoint(spark, tmp_path) -> None:
+def test_a_log_cleaned_up_past_the_cursor_is_compared_with_what_was_reported(spark, tmp_path) -> None:
+    """The commits after the cursor are gone: the snapshot after the newest checkpoint is compared with the
+    partitions reported before. A partition added or deleted in the gap is reported; one only compacted
+    (OPTIMIZE, same rows) is not; the observer never stalls."""
     sensor, mesh, location = observer(tmp_path)
-    land(spark, location, "2021-06-01 00:00")
-    keys, first = tick(sensor, mesh, None)
-    assert keys == ["2021-06-01-00:00"]
+    instance = dg.DagsterInstance.ephemeral()
+
+    def observed(cursor: str | None) -> tuple[list[str], dg.SensorResult]:
+        keys, result = tick(sensor, mesh, cursor, instance)
+        for event in result.asset_events:
+            instance.report_runless_asset_event(event)  # as the daemon stores a sensor's events
+        return keys, result
+
+    land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")
+    land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")  # two small files per hour, 4 rows each
+    keys, first = observed(None)
+    assert keys == ["2021-06-01-00:00", "2021-06-01-01:00"]
+    assert [e.metadata["dagster/row_count"].value for e in first.asset_events] == [4, 4]
 
     spark.sql(
         f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '2', "
         "'delta.logRetentionDuration' = 'interval 1 hours', 'delta.deletedFileRetentionDuration' = 'interval 1 hours')"
-    )  # version 1, the commit after the cursor
-    for hour in ("01", "02", "03"):
-        land(spark, location, f"2021-06-01 {hour}:00")  # versions 2 to 4, checkpoints at 2 and 4
+    )  # version 2, the commit after the cursor
+    spark.sql(f"OPTIMIZE delta.`{location}` WHERE p_hour = TIMESTAMP'2021-06-01 00:00:00'")  # 3: hour 00 compacted
+    spark.sql(f"DELETE FROM delta.`{location}` WHERE p_hour = TIMESTAMP'2021-06-01 01:00:00'")  # 4: hour 01 gone
+    land(spark, location, "2021-06-01 02:00")  # version 5
+    land(spark, location, "2021-06-01 03:00")  # version 6, a checkpoint
     _age_log(location)  # everything so far is now older than the retention
-    DeltaTable(location).cleanup_metadata()  # the log clean-up: keeps checkpoint 4 and what follows it
-    land(spark, location, "2021-06-01 04:00")  # version 5
+    DeltaTable(location).cleanup_metadata()  # the log clean-up: keeps checkpoint 6 and what follows it
+    land(spark, location, "2021-06-01 04:00")  # version 7
     log = Path(location) / "_delta_log"
-    assert not (log / f"{1:020d}.json").exists() and (log / f"{4:020d}.checkpoint.parquet").exists()
+    assert not (log / f"{2:020d}.json").exists() and (log / f"{6:020d}.checkpoint.parquet").exists()
 
-    keys, result = tick(sensor, mesh, first.cursor)
-    assert keys == [f"2021-06-01-0{h}:00" for h in range(1, 5)]
-    assert json.loads(result.cursor)["central.raw_events"]["version"] == 5
-    assert tick(sensor, mesh, result.cursor)[0] == []
+    keys, result = observed(first.cursor)
+    assert keys == ["2021-06-01-01:00", "2021-06-01-02:00", "2021-06-01-03:00", "2021-06-01-04:00"]
+    rows = {e.partition: e.metadata["dagster/row_count"].value for e in result.asset_events}
+    assert rows == {"2021-06-01-01:00": 0, "2021-06-01-02:00": 2, "2021-06-01-03:00": 2, "2021-06-01-04:00": 2}
+    assert json.loads(result.cursor)["central.raw_events"]["version"] == 7
+    assert observed(result.cursor)[0] == []
 
     # A first observation of the cleaned-up table: the hours only the checkpoint holds are reported too.
-    assert tick(sensor, mesh, None)[0] == [f"2021-06-01-0{h}:00" for h in range(5)]
+    assert tick(sensor, mesh, None)[0] == ["2021-06-01-00:00"] + [f"2021-06-01-0{h}:00" for h in range(2, 5)]
 
 
 def test_one_unreadable_log_skips_that_table_alerts_once_and_is_read_again(spark, tmp_path, webhook) -> None:

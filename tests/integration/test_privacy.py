@@ -2,15 +2,20 @@
 
 The same failing rows are judged for a table classified ``l0`` and one classified ``l2``: the check samples,
 the error of a check Spark cannot evaluate (its message quotes the value) and the evaluation Dagster records
-show the values only for ``l0``.
+show the values only for ``l0``. Runs of the ``rel`` fixture's products (classified ``l1``) fail on a check and
+on a value Spark cannot cast: their step failures and the owners' alerts carry counts, checks and the error's
+class, never the value.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import dagster as dg
 import pytest
+from failure_alerts import alert_failed_run
+from reliability import Rel, failure_message
 
 from mesh_assets.checks.evaluate import evaluate
 from mesh_assets.checks.results import evaluation
@@ -75,3 +80,26 @@ def test_an_open_table_shows_the_failing_rows(judged) -> None:
     by_name = {o.name: o for o in judged["l0"]}
     assert by_name["no_vip"].sample == [{"id": 3, "email": SECRETS[1], "p_date": DAY}]
     assert SECRETS[0] in by_name["accepted_values_email"].error
+
+
+def test_a_classified_products_failed_runs_and_alerts_carry_no_row_values(spark, tmp_path, webhook) -> None:
+    received, point = webhook
+    point("rel")
+    rel = Rel(spark, tmp_path)
+    secret = "ann@example.org"
+    rel.land(DAY, [1, None], secret)
+
+    failures = {}
+    for table in ("checked_events", "typed_events"):  # a failing check; a value Spark cannot cast to a number
+        result = rel.run(["rel", table], DAY)
+        assert not result.success
+        failures[table] = failure_message(result)
+        assert alert_failed_run(rel.defs, rel.instance, result.run_id, "rel") == []
+
+    assert f"check not_null_id on partition {DAY} failed (1 failing rows)" in failures["checked_events"]
+    withheld = "rel.typed_events failed: [CAST_INVALID_INPUT] (message withheld: rel.typed_events is classified l1)"
+    assert withheld in failures["typed_events"]
+    alerts = {a["mesh"]["table"]: a["mesh"]["message"] for a in received}
+    assert "(1 failing rows)" in alerts["checked_events"] and "CAST_INVALID_INPUT" in alerts["typed_events"]
+    assert secret not in json.dumps([failures, received])
+    assert secret not in json.dumps([repr(e) for e in rel.instance.all_logs(result.run_id)])

@@ -12,7 +12,7 @@ from trust import DAILY, TWO_DAY, Sales
 pytestmark = pytest.mark.spark
 
 DAY = "2021-06-01"
-ON_DAY = {"mesh/check_partitions": DAY}
+ON_DAY = {"ops": {"tr__run_checks": {"config": {"table": "daily_sales", "start": DAY}}}}
 
 
 def failure(result) -> str:
@@ -29,9 +29,9 @@ def test_a_check_only_run_judges_the_published_rows_and_gates_consumers(spark, t
     daily = DeltaTable.forPath(spark, sales.mesh.registry.location(*DAILY.path))
     daily.update(set={"amount": "CAST(NULL AS BIGINT)"})  # the published day damaged in place
     version = daily.history(1).first()["version"]
-    checks = sales.defs.resolve_job_def("tr__daily_sales__checks")
+    checks = sales.defs.resolve_job_def("tr__checks")  # the domain's checks job, the table in its config
 
-    run = checks.execute_in_process(instance=sales.instance, resources={"mesh": sales.mesh}, tags=ON_DAY)
+    run = checks.execute_in_process(ON_DAY, instance=sales.instance, resources={"mesh": sales.mesh})
 
     [result] = run.get_asset_check_evaluations()
     assert (result.check_name, result.partition, result.passed) == ("not_null_amount", DAY, False)
@@ -47,7 +47,7 @@ def test_a_check_only_run_judges_the_published_rows_and_gates_consumers(spark, t
     assert reader["run_url"].endswith(held.run_id)
 
     daily.update(set={"amount": "CAST(3 AS BIGINT)"})  # fixed in place
-    run = checks.execute_in_process(instance=sales.instance, resources={"mesh": sales.mesh}, tags=ON_DAY)
+    run = checks.execute_in_process(ON_DAY, instance=sales.instance, resources={"mesh": sales.mesh})
 
     assert [e.passed for e in run.get_asset_check_evaluations()] == [True]
     assert sales.materialize([TWO_DAY], DAY).success

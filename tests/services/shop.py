@@ -89,6 +89,14 @@ def rows(spark: SparkSession, registry: TableRegistry, key: list[str]) -> list[s
     return sorted(json.dumps(r.asDict(), default=str, sort_keys=True) for r in df.collect())
 
 
+def recorded_version(instance: dg.DagsterInstance, key: list[str]) -> int | None:
+    """The Delta version the table's latest materialization on ``instance`` recorded (None: not materialized)."""
+    event = instance.get_latest_materialization_event(dg.AssetKey(key))
+    if event is None or event.asset_materialization is None:
+        return None
+    return event.asset_materialization.metadata["delta_version"].value
+
+
 def run_command(*args: str) -> list[str]:
     """``shop_run.py`` with ``args`` in a fresh interpreter (see its docstring)."""
     return [sys.executable, str(Path(__file__).with_name("shop_run.py")), *args]

@@ -2,7 +2,8 @@
 
 The service tests run this where the pytest process cannot: with a ``spark://`` or ``sc://`` master, an
 ``s3a://`` warehouse, or several at once against one Dagster instance. It prints one JSON object: each
-run's id, partition and success, and (with ``--rows``) the tables' rows as :func:`shop.rows` gives them.
+run's id, partition, success and the Delta version each table's materialization recorded, and (with
+``--rows``) the tables' rows as :func:`shop.rows` gives them.
 
     python tests/services/shop_run.py --land 2021-06-01 2021-06-02 --partitions 2021-06-01..2021-06-02 --rows
 """
@@ -40,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     with dg.DagsterInstance.get() if args.instance == "home" else dg.DagsterInstance.ephemeral() as instance:
         for partition in args.partitions:
             result = shop.materialize(instance, mesh, keys, partition)
-            out["runs"].append({"partition": partition, "run_id": result.run_id, "success": result.success})
+            versions = {"/".join(k): shop.recorded_version(instance, k) for k in keys}
+            run = {"partition": partition, "run_id": result.run_id, "success": result.success, "versions": versions}
+            out["runs"].append(run)
     out["session"] = type(mesh.spark).__module__
     if args.rows:
         out["rows"] = {"/".join(k): shop.rows(mesh.spark, mesh.registry, k) for k in keys}

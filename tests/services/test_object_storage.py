@@ -73,18 +73,23 @@ def s3_settings(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     get_settings.cache_clear()
 
 
-def test_an_external_table_in_the_bucket_is_observed(s3_endpoint: str, s3_settings: None, spark, tmp_path) -> None:
-    """Each commit an outside writer puts in the bucket is reported once: the first through the table's snapshot
-    (delta-rs), the next through its commit file (boto3)."""
+@pytest.mark.parametrize("scheme", ["s3a", "s3"])
+def test_an_external_table_in_the_bucket_is_observed(
+    s3_endpoint: str, s3_settings: None, spark, tmp_path, scheme: str
+) -> None:
+    """Each commit an outside writer puts in the bucket is reported once: the first through the table's snapshot,
+    the next through its commit file, both read by delta-rs's object store; under Spark's ``s3a://`` spelling
+    and under ``s3://``, as other writers name the same bucket."""
+    bucket = f"mesh-external-{scheme}"
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    s3.create_bucket(Bucket="mesh-external")
+    s3.create_bucket(Bucket=bucket)
     local, prefix = tmp_path / "raw_events", "lake/central/raw_events"
 
     def land_and_upload(day: date) -> None:
         df = spark.createDataFrame([(1, day)], "id long, p_date date")
         df.write.format("delta").mode("append").partitionBy("p_date").save(str(local))
         for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
-            s3.upload_file(str(path), "mesh-external", f"{prefix}/{path.relative_to(local)}")
+            s3.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(local)}")
 
     spec = DataProduct(
         domain="central",
@@ -96,7 +101,7 @@ def test_an_external_table_in_the_bucket_is_observed(s3_endpoint: str, s3_settin
     )
     sensor = build_observer("central", list(tables_of(spec)), get_settings().automation)
     assert sensor is not None
-    mesh = MeshResource(warehouse="s3a://mesh-external/lake")
+    mesh = MeshResource(warehouse=f"{scheme}://{bucket}/lake")
 
     def tick(cursor: str | None) -> tuple[list[str], str | None]:
         with dg.build_sensor_context(

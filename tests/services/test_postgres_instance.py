@@ -1,6 +1,6 @@
 """The Dagster instance on Postgres (dagster-postgres) as ``mesh setup --instance postgres`` writes it: a
 backfill launched through a webserver on that instance and executed by the backfill daemon's own iteration,
-then four runs at once from separate processes (each with its own Spark) writing one table through one
+then two runs at once from separate processes (each with its own Spark) writing one table through one
 instance, with no lock errors and nothing lost."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from mesh_assets.storage.tables import TableRegistry
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
 
-DAYS = [date(2021, 6, d) for d in range(1, 7)]
+DAYS = [date(2021, 6, d) for d in range(1, 5)]
 BACKFILLED = [d.isoformat() for d in DAYS[:2]]
 AT_ONCE = [d.isoformat() for d in DAYS[2:]]
 DEFINITIONS = Path(__file__).with_name("shop_definitions.py")
@@ -120,8 +120,8 @@ def test_runs_at_once_and_a_backfill_on_postgres_lose_nothing(
         backfill_id = launch_backfill(webserver, plan)
         assert execute_backfill(daemon, webserver, backfill_id) == "COMPLETED_SUCCESS"
 
-    # four runs started at once, each in its own process with its own Spark, on the same instance; their
-    # partitions are disjoint, which Delta commits concurrently, so the operator lets the table's pool take four
+    # two runs started at once, each in its own process with its own Spark, on the same instance; their
+    # partitions are disjoint, which Delta commits concurrently, so the operator lets the table's pool take both
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home))) as instance:
         instance.event_log_storage.set_concurrency_slots(table_pool(*shop.ORDERS), len(AT_ONCE))
     env = {"DAGSTER_HOME": str(dagster_home), "MESH_WAREHOUSE": warehouse, **postgres.env}
@@ -147,7 +147,7 @@ def test_runs_at_once_and_a_backfill_on_postgres_lose_nothing(
         assert sorted(materialized) == [("shop/orders", p) for p in BACKFILLED + AT_ONCE]  # each exactly once
         assert instance.get_materialized_partitions(dg.AssetKey(shop.ORDERS)) == set(BACKFILLED + AT_ONCE)
         at_once = [span for run, span in zip(runs, spans, strict=True) if "dagster/backfill" not in run.tags]
-        assert max(start for start, _ in at_once) < min(end for _, end in at_once)  # all four were running
+        assert max(start for start, _ in at_once) < min(end for _, end in at_once)  # both were running at once
     assert stored_in_postgres(postgres) == (len(runs), len(materialized))
     assert_every_order_once(spark, registry)
 

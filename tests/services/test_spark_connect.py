@@ -49,3 +49,5 @@ def test_runs_through_spark_connect_write_what_local_mode_writes(
         location = local_shop.registry.location(*key)
         latest = DeltaTable.forPath(spark, location).history(1).collect()[0]
         assert json.loads(latest["userMetadata"])["dagster_run_id"] == out["runs"][0]["run_id"]
+        # the materialization recorded the version of the run's own commit, read without a JVM handle
+        assert out["runs"][0]["versions"]["/".join(key)] == latest["version"] > 0

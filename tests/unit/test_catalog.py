@@ -10,8 +10,10 @@ import pytest
 from mesh_assets.graph import yaml_lines
 from mesh_assets.graph.discovery import load_domain
 from mesh_assets.graph.isolate import discover
+from mesh_assets.graph.own_domain import load_own_domain
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.errors import SpecError
+from mesh_assets.model.grain import Grain
 
 SPEC = """name: orders
 owner: sales@example.com
@@ -95,3 +97,33 @@ def test_a_refused_spec_is_an_error_of_its_file(tmp_path: Path, monkeypatch: pyt
             "refused: the file is 1,048,577 bytes; a spec may have at most 1,048,576",
         )
     ]
+
+
+def test_an_unchanged_own_domain_reloads_without_reading_its_specs(tmp_path: Path, monkeypatch) -> None:
+    """A location's own domain, as dbt's partial parsing: the validated YAML products are kept for the domain's
+    content hash; an unchanged domain is loaded from them (no YAML read, nothing validated or parsed again); a
+    changed file is a new hash, read afresh."""
+    folder, home = write_domain(tmp_path), tmp_path / "home"
+    cold = load_own_domain(folder, home)
+    assert (cold.warm, cold.errors) == (False, [])
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a spec was read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(yaml_lines, "load", refused)
+        warm = load_own_domain(folder, home)
+    assert (warm.warm, warm.errors) == (True, [])
+    assert warm.specs.products == cold.specs.products
+    assert warm.specs.products[0].transformations[0].output.partitioning is Grain.HOURLY  # grains stay singletons
+
+    write_domain(tmp_path, published="true")
+    changed = load_own_domain(folder, home)
+    assert not changed.warm and changed.specs.products[0].transformations[0].output.published
+
+
+def test_a_domain_with_errors_is_judged_afresh_every_load(tmp_path: Path) -> None:
+    folder, home = write_domain(tmp_path), tmp_path / "home"
+    (folder / "broken.yaml").write_text("name: broken\nowner: sales@example.com\n")
+    first, second = load_own_domain(folder, home), load_own_domain(folder, home)
+    assert first.errors and second.errors == first.errors and not second.warm

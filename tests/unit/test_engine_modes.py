@@ -187,3 +187,15 @@ def test_a_failure_in_the_application_fails_the_step_with_its_own_words(tmp_path
     assert raised.value.metadata["error"].value == "RowsOutsidePartitions"
     with pytest.raises(dg.Failure, match=r"shop\.totals: the Spark application reported no outcome"):
         reported_outcome([], node, None)
+
+
+def test_an_application_error_of_a_classified_table_reaches_the_step_as_its_class_alone(tmp_path: Path) -> None:
+    node = totals_node(tmp_path)  # classified l1, the default
+    quoting = ValueError("The value 'ann@example.org' cannot be cast to BIGINT")
+    message = json.loads(json.dumps({"failure": failure_json(quoting, node)}))
+    with pytest.raises(SubmittedRunFailed) as raised:
+        reported_outcome([message], node, None)
+    withheld = "shop.totals failed: [ValueError] (message withheld: shop.totals is classified l1)"
+    assert raised.value.description == withheld
+    refused = RowsOutsidePartitions(description="shop.totals: rows outside the run's partitions were refused")
+    assert failure_json(refused, node)["description"] == refused.description  # Mesh's own words are kept

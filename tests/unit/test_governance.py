@@ -285,6 +285,20 @@ def test_check_names_are_unique_per_output_default_names_included(monkeypatch: p
     ]
 
 
+def test_checks_and_contracts_name_columns_the_sql_selects(monkeypatch: pytest.MonkeyPatch) -> None:
+    # known columns: the contract where declared, else the query's named columns (plus the partition column),
+    # matched as Spark matches them; a star leaves them to Spark, so raw_copy's check is not judged here
+    assert errors_of("check_columns", monkeypatch) == [
+        E(
+            "sales/orders.yaml",
+            11,
+            "tables.0.checks.0.columns",
+            "column 'amount' is not in the columns its SQL selects (ID, total, p_date)",
+        ),
+        E("sales/orders.yaml", 18, "tables.1.contract.1", "contract column 'total' is not selected by the SQL"),
+    ]
+
+
 def test_owners_and_tags_follow_dagsters_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     allowed = "Allowed characters: alpha-numeric, '_', '-', '.'."
     owner = "is refused: Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from mesh_assets import domain_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
@@ -24,6 +26,7 @@ for i in range({n}):
     globals()[f"p{{i}}"] = product
 del product
 """
+LOCATION = "from mesh_assets import domain_definitions\n\ndefs = domain_definitions(__file__)\n"
 EXTERNAL = "name: raw\nowner: team:big\ncontacts: [{kind: chat, value: '#big'}]\nexternal:\n  - table: raw\n"
 
 
@@ -39,6 +42,21 @@ def test_a_thousand_deep_chain_validates(tmp_path: Path) -> None:
     domains = load_all(write_chain(tmp_path, 1000, "raw"))
     assert len(domains["big"].products) == 1001
     assert validate(domains) == []
+
+
+@pytest.mark.slow
+def test_a_code_location_loads_on_a_thousand_deep_chain(tmp_path: Path) -> None:
+    """The composition root on the same chain, as Dagster loads the domain's location: assets, the asset graph,
+    the implicit job over all of them, sensors; nothing recurses per level."""
+    root = write_chain(tmp_path, 1000, "raw")
+    (root / "big" / "definitions.py").write_text(LOCATION)
+    defs = domain_definitions(root / "big" / "definitions.py")
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    assert len(graph.get_all_asset_keys()) == 1001  # 1,000 outputs and the external table
+    assert graph.get(dg.AssetKey(["big", "t999"])).parent_keys == {dg.AssetKey(["big", "t998"])}
+    assert len(defs.resolve_implicit_global_asset_job_def().graph.node_defs) == 1000
+    assert {s.name for s in repo.sensor_defs} >= {"big__observe_external_tables"}
 
 
 def test_a_cycle_at_the_end_of_a_thousand_deep_chain_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
