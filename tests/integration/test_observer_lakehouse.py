@@ -53,7 +53,12 @@ def tick(
     ) as context:
         result = sensor(context)
     assert all(e.asset_key == EVENTS for e in result.asset_events)
-    return [e.partition for e in result.asset_events if isinstance(e, dg.AssetMaterialization)], result
+    return [e.partition for e in reported(result)], result
+
+
+def reported(result: dg.SensorResult) -> list[dg.AssetMaterialization]:
+    """The tick's reports (each partition's observation of its data version comes before them)."""
+    return [e for e in result.asset_events if isinstance(e, dg.AssetMaterialization)]
 
 
 def observer(tmp_path: Path, spec: DataProduct = HOURLY) -> tuple[dg.SensorDefinition, MeshResource, str]:
@@ -118,7 +123,7 @@ def test_a_log_cleaned_up_past_the_cursor_is_compared_with_what_was_reported(spa
     land(spark, location, "2021-06-01 00:00", "2021-06-01 01:00")  # two small files per hour, 4 rows each
     keys, first = observed(None)
     assert keys == ["2021-06-01-00:00", "2021-06-01-01:00"]
-    assert [e.metadata["dagster/row_count"].value for e in first.asset_events] == [4, 4]
+    assert [e.metadata["dagster/row_count"].value for e in reported(first)] == [4, 4]
 
     spark.sql(
         f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '2', "
@@ -136,7 +141,7 @@ def test_a_log_cleaned_up_past_the_cursor_is_compared_with_what_was_reported(spa
 
     keys, result = observed(first.cursor)
     assert keys == ["2021-06-01-01:00", "2021-06-01-02:00", "2021-06-01-03:00", "2021-06-01-04:00"]
-    rows = {e.partition: e.metadata["dagster/row_count"].value for e in result.asset_events}
+    rows = {e.partition: e.metadata["dagster/row_count"].value for e in reported(result)}
     assert rows == {"2021-06-01-01:00": 0, "2021-06-01-02:00": 2, "2021-06-01-03:00": 2, "2021-06-01-04:00": 2}
     assert json.loads(result.cursor)["central.raw_events"]["version"] == 7
     assert observed(result.cursor)[0] == []
