@@ -15,19 +15,17 @@
 import json
 import sys
 import warnings
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from mesh_assets.dbt.nodes import DBT_START, model_domain
+from mesh_assets.dbt.nodes import DBT_GRAIN, DBT_START, model_domain
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
-from mesh_assets.model.grain import Grain
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
@@ -90,7 +88,7 @@ def unready_models(
     graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables()])
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
-    part = PartitionRange.from_keys(Grain.DAILY, rng.start, rng.end)
+    part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
     out: dict[dg.AssetKey, dict[str | None, list[str]]] = {}
     for key in sorted(context.selected_asset_keys):
         reads = []
@@ -108,8 +106,10 @@ def unready_models(
 
 
 def window_vars(context: dg.AssetExecutionContext) -> dict[str, str]:
+    """The run's days as dbt's models read them (``var('min_date')`` .. ``var('max_date')``, inclusive)."""
     rng = context.partition_key_range
-    return {"min_date": date.fromisoformat(rng.start).isoformat(), "max_date": date.fromisoformat(rng.end).isoformat()}
+    days = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
+    return {"min_date": days.start.date().isoformat(), "max_date": days.end.date().isoformat()}
 
 
 def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.AssetsDefinition:
@@ -127,7 +127,7 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
             project=project,
             name="dbt_models",
             dagster_dbt_translator=translator,
-            partitions_def=Grain.DAILY.partitions_def(DBT_START),
+            partitions_def=DBT_GRAIN.partitions_def(DBT_START),
             backfill_policy=dg.BackfillPolicy.single_run(),
             pool=DBT_POOL,
         )

@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
+from mesh_assets.dbt.nodes import DBT_GRAIN, DBT_START, model_domain, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.grain import Grain
@@ -22,7 +22,7 @@ PERSISTED = {"incremental", "table"}
 def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     column = partition_column(config)
     if column and config.get("materialized") == "incremental":
-        return Grain.DAILY, column
+        return DBT_GRAIN, column
     return Grain.NONE, "p_date"
 
 

@@ -11,6 +11,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from mesh_assets.model.grain import Grain
+
+DBT_GRAIN = Grain.DAILY
+"""dbt models are partitioned by day: the run's days reach dbt as ``min_date`` / ``max_date``."""
 DBT_START = date(2021, 6, 1)
 """First partition of the dbt models (unless a model's ``meta.start_date`` says otherwise)."""
 

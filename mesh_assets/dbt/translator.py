@@ -9,8 +9,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
-from mesh_assets.model.grain import Grain
+from mesh_assets.dbt.nodes import DBT_GRAIN, DBT_START, model_domain, node_meta, partition_column
 
 DBT_KINDS = {"dbt", "spark", "delta"}
 
@@ -19,7 +18,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
     """Mesh's standard asset shape for dbt models; dbt tests become (blocking on ``error``) asset checks,
     partitioned like the models, since Mesh runs each test on each partition's rows before publishing it."""
 
-    partitions_def = Grain.DAILY.partitions_def(DBT_START)
+    partitions_def = DBT_GRAIN.partitions_def(DBT_START)
 
     def __init__(self, settings: DagsterDbtTranslatorSettings | None = None):
         super().__init__(settings or DagsterDbtTranslatorSettings(enable_asset_checks=True))
