@@ -6,6 +6,7 @@ Every problem is collected as a :class:`SpecError` naming the file, line and fie
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -154,6 +155,31 @@ def _load_components(folder: Path) -> tuple[list[DataProduct], list[SpecError]]:
     return products, errors
 
 
+def product_lines(path: Path) -> tuple[dict[str, int], int | None]:
+    """Where a Python file's products are made, read from its syntax tree once: the line of the statement
+    binding each module-level name, and the line of the file's ``Product(...)`` call when it has exactly one
+    (products made in a loop). Reading the source rather than the call stack keeps ``Product()`` free of
+    stack inspection."""
+    names: dict[str, int] = {}
+    calls: list[int] = []
+    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and (target.id not in names or node.lineno < names[target.id]):
+                    names[target.id] = node.lineno
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "Product":
+                calls.append(node.lineno)
+        pending.extend(ast.iter_child_nodes(node))
+    return names, calls[0] if len(calls) == 1 else None
+
+
 def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
     module_name = f"mesh_domains.{domain}.{path.stem}"
     try:
@@ -173,16 +199,21 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
-    here = path.resolve()
-    for value in vars(module).values():
-        if not isinstance(value, Product) or (value.source_file != path and value.source_file.resolve() != here):
-            continue
-        fields = {**value.spec_fields(), "source_file": path, "line": value.line}
+    mine: dict[int, tuple[str, Product]] = {}  # a product under two names is one product, named first
+    for key, value in vars(module).items():
+        if isinstance(value, Product) and value.source_file == path:
+            mine.setdefault(id(value), (key, value))
+    if not mine:
+        return products, errors
+    named, only_call = product_lines(path)
+    for name, value in mine.values():
+        line = named.get(name, only_call)
+        fields = {**value.spec_fields(), "source_file": path, "line": line}
         if fields.setdefault("domain", domain) != domain:
             errors.append(
                 SpecError(
                     relative(path),
-                    value.line,
+                    line,
                     "domain",
                     f"product says domain {fields['domain']!r} but lives in domains/{domain}/",
                 )
@@ -191,13 +222,13 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         try:
             product = DataProduct.model_validate(fields)
         except ValidationError as exc:
-            lines = {(): value.line}
+            lines = {(): line}
             lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
             errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
             continue
         products.append(product)
         at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
-        errors.extend(product_errors(product, {(): value.line, **at}))
+        errors.extend(product_errors(product, {(): line, **at}))
     return products, errors
 
 

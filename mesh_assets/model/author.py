@@ -12,7 +12,6 @@ DataFrame; the platform checks and writes it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,7 +26,10 @@ _LOADING: ContextVar[Path | None] = ContextVar("mesh_product_file", default=None
 
 @contextmanager
 def loading(path: Path) -> Iterator[None]:
-    """Products created while ``path`` is being loaded belong to it (discovery loads one file at a time)."""
+    """Products created while ``path`` is being loaded belong to it (discovery loads one file at a time).
+
+    This is how a product knows its file without inspecting the call stack; its line is the line of the
+    statement that names it, which discovery reads from the file's syntax tree once per file."""
     token = _LOADING.set(path)
     try:
         yield
@@ -44,7 +46,11 @@ def chat(channel: str) -> Contact:
 
 
 class Product:
-    """Collects a product's fields and transformations; validated into a DataProduct at discovery."""
+    """Collects a product's fields and transformations; validated into a DataProduct at discovery.
+
+    ``source_file`` is the file discovery was loading when the product was made (None outside discovery,
+    where a product is never validated).
+    """
 
     def __init__(
         self,
@@ -62,9 +68,7 @@ class Product:
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
     ) -> None:
-        caller = sys._getframe(1)  # one frame up, for the line; not the whole stack with its source files
-        self.source_file = _LOADING.get() or Path(caller.f_code.co_filename)
-        self.line = caller.f_lineno
+        self.source_file = _LOADING.get()
         self.fields: dict[str, Any] = {
             "name": name,
             "owner": owner,
