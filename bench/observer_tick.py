@@ -18,8 +18,8 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from bench.common import Result, median_of, print_results
+from mesh_assets import get_spark
 from mesh_assets.automation.observer import observe
-from mesh_assets.engine.session import get_spark
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable
 from mesh_assets.storage.tables import TableRegistry

@@ -9,7 +9,6 @@ from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.components import DataProduct
 from mesh_assets.definitions import dbt_definitions, domain_definitions, executable_assets, mesh_definitions
-from mesh_assets.engine.session import get_spark
 from mesh_assets.model.author import Product, chat, email
 from mesh_assets.model.checks import (
     AcceptedValues,
@@ -36,7 +35,7 @@ from mesh_assets.model.product import (
 )
 from mesh_assets.run.context import ProductContext
 from mesh_assets.settings import MeshSettings, get_settings
-from mesh_assets.storage.resource import MeshResource
+from mesh_assets.storage.resource import MeshResource, get_spark
 
 __all__ = [
     "RESOURCE_KEY",

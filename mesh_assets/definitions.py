@@ -32,7 +32,7 @@ from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AlertSettings, MeshSettings, get_settings
 from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def tool_tables() -> list[Table]:
         return []
 
 
-def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> dg.JobDefinition:
+def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph], alerts: AlertSettings) -> dg.JobDefinition:
     """``mesh invalidate`` in the UI: ``<domain>__invalidate`` invalidates a table of the domain (config: table,
     start, end, reason). ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The
     backfill package (and Spark) are imported by the run, not when the location loads."""
@@ -85,7 +85,7 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> d
             raise dg.Failure(str(exc)) from None
         for m in marked:
             context.log.info(m.describe())
-        for problem in notify(graph, marked, context.run_id):
+        for problem in notify(graph, marked, alerts, context.run_id):
             context.log.warning(problem)
 
     @dg.job(
@@ -163,6 +163,7 @@ def _domain_definitions(
     folder: Path,
     tool_keys: Iterable[dg.AssetKey],
     mesh_graph: Callable[[], AssetGraph],
+    settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
     are built by their components."""
@@ -171,13 +172,13 @@ def _domain_definitions(
         parts.append(_component_definitions(graph, folder))
     nodes = graph.nodes_of(domain)
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]
-    sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
+    sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: [r for r in graph.tables.values() if (t.domain, t.name) in r.inputs] for t in built}
-    if (alerts := build_failure_sensor(domain, built, get_settings().alerts, readers)) is not None:
+    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
         sensors.append(alerts)
     jobs = [job for n in nodes if (job := build_rechecks_job(n)) is not None]
-    jobs += [build_invalidate_job(domain, mesh_graph)] if nodes else []
+    jobs += [build_invalidate_job(domain, mesh_graph, settings.alerts)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 
@@ -195,19 +196,22 @@ def build_definitions(
     only: set[str] | None = None,
     extra: list[Table] | None = None,
     tool_keys: Iterable[dg.AssetKey] = (),
+    settings: MeshSettings | None = None,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
     ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
-    automation sensor evaluates the ones keyed under its name.
+    automation sensor evaluates the ones keyed under its name. ``settings`` default to the process's, read
+    here, at the root, and passed to every part that needs them.
     """
+    settings = settings or get_settings()
     extra = tool_tables() if extra is None else extra
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra)
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
-        return build_definitions(domains, extra=extra).resolve_asset_graph()
+        return build_definitions(domains, extra=extra, settings=settings).resolve_asset_graph()
 
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:
@@ -216,7 +220,7 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = [
-            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh)
+            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh, settings)
             for name, specs in domains.items()
             if only is None or name in only
         ]
@@ -233,7 +237,7 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
     settings = get_settings()
     others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
     extra = tool_tables() + catalog_tables(others)
-    return build_definitions({folder.name: load_domain(folder)}, only={folder.name}, extra=extra)
+    return build_definitions({folder.name: load_domain(folder)}, only={folder.name}, extra=extra, settings=settings)
 
 
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
@@ -247,11 +251,12 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     domains = sorted({key.path[0] for key in models.keys})
     manifest = manifest_path or (Path(project.manifest_path) if project else None)
     tables = [t for t in dbt_tables(manifest) if t.key in models.keys]
-    alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
+    settings = get_settings()
+    alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], settings.alerts) for d in domains]
     return dg.Definitions(
         assets=[models],
         sensors=[
-            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation)
+            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], settings.automation)
             for domain in domains
         ]
         + [sensor for sensor in alerts if sensor is not None],

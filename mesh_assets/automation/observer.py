@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, send_or_warn
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
 from mesh_assets.automation.delta_log import Changes, Seen, changes_since, partition_key
 from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.checks.external import build_checks_job, checks_run_config
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
-from mesh_assets.settings import AutomationSettings, S3Settings
+from mesh_assets.settings import AlertSettings, AutomationSettings, S3Settings
 from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
@@ -138,6 +138,7 @@ def observe(
     warn: Callable[[str], None] = log.warning,
     files: LogFiles = LOCAL,
     recorded: Recorded = lambda _table: None,
+    alerts: AlertSettings = DEFAULT_ALERTS,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, Any]]:
     """One tick over the external ``tables`` (their logs read through ``files``); ``recorded`` is where a
     table the cursor does not know starts (how far this instance's reports of it already went)."""
@@ -152,7 +153,7 @@ def observe(
             alert = _unreadable(table, location, exc)
             warn(alert.message)
             if failed is None:
-                send_or_warn(alert, warn)
+                send_or_warn(alert, alerts, warn)
             cursor[table.ref] = _store(seen, alert.message)
             continue
         events += found
@@ -216,7 +217,13 @@ def build_observer(domain: str, tables: list[Table], settings: AutomationSetting
         cursor = json.loads(context.cursor) if context.cursor else {}
         files = LogFiles(mesh.settings.s3)
         events, cursor = observe(
-            tables, mesh.registry, cursor, context.log.warning, files, recorded_in(context.instance)
+            tables,
+            mesh.registry,
+            cursor,
+            context.log.warning,
+            files,
+            recorded_in(context.instance),
+            mesh.settings.alerts,
         )
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(asset_events=events, run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))

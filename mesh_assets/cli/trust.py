@@ -73,7 +73,7 @@ def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
             return 2
     for m in marked:
         console.print(m.describe(), highlight=False, soft_wrap=True)
-    for problem in notify(graph, marked):
+    for problem in notify(graph, marked, get_settings().alerts):
         console.print(f"[yellow]warning[/yellow] {problem}", highlight=False)
     root = marked[0].key.to_user_string()
     console.print(f"Re-run or backfill {root} over the range to clear the marks (`mesh backfill {root} ...`).")

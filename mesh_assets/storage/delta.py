@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.engine.session import is_connect
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import open_table
 
 
@@ -32,17 +32,18 @@ def is_delta_table(spark: SparkSession, location: str) -> bool:
     return True
 
 
-def version_or_none(location: str) -> int | None:
-    """The table's latest version; None when there is no Delta table at ``location``."""
-    table = open_table(location, get_settings().s3)
+def version_or_none(location: str, s3: S3Settings) -> int | None:
+    """The table's latest version; None when there is no Delta table at ``location`` (an object store's reached
+    with ``s3``)."""
+    table = open_table(location, s3)
     return None if table is None else table.version()
 
 
-def committed_version(location: str, metadata: str | None, after: int | None = None) -> int:
+def committed_version(location: str, metadata: str | None, s3: S3Settings, after: int | None = None) -> int:
     """The version a write just committed, found by its commit metadata: a writer of other partitions may
     have committed after it, so the latest version is not necessarily this write's. ``after`` is the version
     before the write (no older commit can be it); at most 20 commits are looked at."""
-    table = open_table(location, get_settings().s3)
+    table = open_table(location, s3)
     if table is None:
         raise FileNotFoundError(f"no Delta table at {location}")
     oldest = -1 if after is None else after

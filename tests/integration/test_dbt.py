@@ -33,7 +33,7 @@ DELIVERY_TIMES = dg.AssetKey(["food_delivery", "delivery_times_7_days"])
 def dbt_assets_def() -> dg.AssetsDefinition:
     project = mesh_dbt_project()
     if not project.manifest_path.exists():
-        prepare()
+        prepare(get_settings().warehouse_uri)
     return build_dbt_assets(project)
 
 
