@@ -1,7 +1,9 @@
 """Discovery: every ``domains/<domain>/`` folder is scanned; one file per product, no registration.
 
-Python files contribute the :class:`Product` objects they define; YAML files are declarative products.
-Every problem is collected as a :class:`SpecError` naming the file, line and field.
+Python files contribute the :class:`Product` objects they define; ``defs/<name>/defs.yaml`` components (and
+plain YAML files) are declarative products. Every product inherits the domain's defaults (``domain.yaml``)
+for the fields it does not set. Every problem is collected as a :class:`SpecError` naming the file, line and
+field.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mesh_assets.graph import component_specs, yaml_lines
+from mesh_assets.graph.defaults import DEFAULTS_FILE, load_defaults
 from mesh_assets.graph.rules import product_errors
+from mesh_assets.graph.spec_errors import pydantic_errors, read_spec
 from mesh_assets.model.author import Product, loading
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.names import IDENTIFIER
 from mesh_assets.model.product import DataProduct
@@ -40,34 +45,6 @@ def domain_folders(domains_dir: Path) -> list[Path]:
 TRANSFORMATION_FIELDS = {"kind", "inputs", "sql", "sql_file", "range_aware", "line"}
 
 
-def _yaml_loc(loc: tuple) -> tuple:
-    """A model error location in YAML terms: ``transformations.0.output.table`` -> ``tables.0.table``."""
-    if loc[:1] == ("transformations",):
-        loc = ("tables", *loc[1:])
-        if len(loc) > 2 and loc[2] == "output":
-            loc = loc[:2] + loc[3:]
-    return loc
-
-
-def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
-    out = []
-    for err in exc.errors():
-        loc = tuple(
-            p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1])
-        )
-        if yaml_style:
-            loc = _yaml_loc(loc)
-        out.append(
-            SpecError(
-                relative(file),
-                yaml_lines.line_for(lines, loc),
-                ".".join(str(p) for p in loc) or "<product>",
-                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
-            )
-        )
-    return out
-
-
 def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
     """YAML inputs, each with the line it is declared on (a list of inputs, or inputs by name)."""
     if isinstance(inputs, list):
@@ -77,18 +54,20 @@ def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
     return inputs
 
 
-def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[DataProduct], list[SpecError]]:
-    try:
-        data, lines = yaml_lines.load(path)
-    except yaml_lines.SpecRefused as exc:
-        return [], [SpecError(relative(path), None, "", str(exc))]
-    except Exception as exc:  # yaml.YAMLError carries its own line
-        mark = getattr(exc, "problem_mark", None)
-        return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
+def _load_yaml(
+    path: Path, domain: str, defaults: DomainDefaults, component: bool = False
+) -> tuple[list[DataProduct], list[SpecError]]:
+    """A product spec file, or with ``component`` a ``defs.yaml`` whose ``attributes`` are one (a component of
+    another type is Dagster's alone; an unreadable one fails the code location, so it is reported here too)."""
+    data, lines, unreadable = read_spec(path)
+    if unreadable:
+        return [], unreadable
+    if component:
+        if not isinstance(data, dict) or data.get("type") != COMPONENT_TYPE:
+            return [], []
+        data, lines = component_specs.within(data, lines, ("attributes",))
     if not isinstance(data, dict):
         return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
-    if at:
-        data, lines = component_specs.within(data, lines, at)
     if data.get("domain", domain) != domain:
         return [], [
             SpecError(
@@ -128,12 +107,12 @@ def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[
         {**e, "line": lines.get(("external", i))} if isinstance(e, dict) else e
         for i, e in enumerate(data.get("external") or [])
     ]
-    fields = {k: v for k, v in data.items() if k not in {"tables", "external"}}
+    fields = defaults.under({k: v for k, v in data.items() if k not in {"tables", "external"}})
     fields.update(domain=domain, transformations=transformations, external=external, source_file=path, line=1)
     try:
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
-        return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
+        return [], errors + pydantic_errors(exc, path, lines, yaml_style=True)
     return ([product] if not errors else []), errors + product_errors(product, lines)
 
 
@@ -142,16 +121,15 @@ DEFS_FOLDER = "defs"
 """Where a domain keeps its Dagster component instances: ``defs/<name>/defs.yaml``."""
 
 
-def _load_components(folder: Path) -> tuple[list[DataProduct], list[SpecError]]:
+def _load_components(folder: Path, defaults: DomainDefaults) -> tuple[list[DataProduct], list[SpecError]]:
     """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
     validated (and reported with file, line and field) exactly as a product's YAML file is."""
     products: list[DataProduct] = []
     errors: list[SpecError] = []
     for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
-        if component_specs.component_type(path) == COMPONENT_TYPE:
-            loaded = _load_yaml(path, folder.name, at=("attributes",))
-            products.extend(loaded[0])
-            errors.extend(loaded[1])
+        loaded = _load_yaml(path, folder.name, defaults, component=True)
+        products.extend(loaded[0])
+        errors.extend(loaded[1])
     return products, errors
 
 
@@ -180,7 +158,7 @@ def product_lines(path: Path) -> tuple[dict[str, int], int | None]:
     return names, calls[0] if len(calls) == 1 else None
 
 
-def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+def _load_python(path: Path, domain: str, defaults: DomainDefaults) -> tuple[list[DataProduct], list[SpecError]]:
     module_name = f"mesh_domains.{domain}.{path.stem}"
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -208,7 +186,7 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
     named, only_call = product_lines(path)
     for name, value in mine.values():
         line = named.get(name, only_call)
-        fields = {**value.spec_fields(), "source_file": path, "line": line}
+        fields = {**defaults.under(value.spec_fields()), "source_file": path, "line": line}
         if fields.setdefault("domain", domain) != domain:
             errors.append(
                 SpecError(
@@ -224,7 +202,7 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         except ValidationError as exc:
             lines = {(): line}
             lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
-            errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
+            errors.extend(pydantic_errors(exc, path, lines, yaml_style=False))
             continue
         products.append(product)
         at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
@@ -238,21 +216,25 @@ def is_python_product(path: Path) -> bool:
 
 def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: None) -> DomainSpecs:
     """Load every product in one domain folder, collecting all errors instead of stopping at the first;
-    ``on_file`` hears of each file before it is loaded."""
+    ``on_file`` hears of each file before it is loaded. A domain whose defaults file does not validate is
+    reported alone: every product would inherit from it."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
-    specs.products, specs.errors = _load_components(folder)
+    defaults, specs.errors = load_defaults(folder)
+    if specs.errors:
+        return specs
+    specs.products, specs.errors = _load_components(folder, defaults)
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python
-        elif path.suffix in {".yaml", ".yml"}:
+        elif path.suffix in {".yaml", ".yml"} and path.name != DEFAULTS_FILE:
             load = _load_yaml
         else:
             continue
         on_file(path)
-        products, errors = load(path, folder.name)
+        products, errors = load(path, folder.name, defaults)
         specs.products.extend(products)
         specs.errors.extend(errors)
     return specs

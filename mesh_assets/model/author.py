@@ -48,6 +48,9 @@ def chat(channel: str) -> Contact:
 class Product:
     """Collects a product's fields and transformations; validated into a DataProduct at discovery.
 
+    ``owner``, ``contacts``, ``tier``, ``classification`` and ``start_date`` default to the domain's
+    (``domains/<domain>/domain.yaml``); a product that gives one keeps its own.
+
     ``source_file`` is the file discovery was loading when the product was made (None outside discovery,
     where a product is never validated).
     """
@@ -56,11 +59,11 @@ class Product:
         self,
         name: str,
         *,
-        owner: str,
-        contacts: Iterable[Contact | Mapping[str, str]],
+        owner: str | None = None,
+        contacts: Iterable[Contact | Mapping[str, str]] | None = None,
         description: str = "",
-        tier: str = "t3",
-        classification: str = "l1",
+        tier: str | None = None,
+        classification: str | None = None,
         tags: Mapping[str, str] | None = None,
         cron: str | None = None,
         rerun_history: bool = True,
@@ -71,18 +74,17 @@ class Product:
         self.source_file = _LOADING.get()
         self.fields: dict[str, Any] = {
             "name": name,
-            "owner": owner,
-            "contacts": list(contacts),
             "description": description,
-            "tier": tier,
-            "classification": classification,
             "tags": dict(tags or {}),
             "cron": cron,
             "rerun_history": rerun_history,
             "external": list(external),
         }
-        if start_date is not None:
-            self.fields["start_date"] = start_date
+        # Left out when not given: the domain's defaults (domain.yaml) fill them, else the model's own defaults.
+        given = {"owner": owner, "tier": tier, "classification": classification, "start_date": start_date}
+        self.fields.update({k: v for k, v in given.items() if v is not None})
+        if contacts is not None:
+            self.fields["contacts"] = list(contacts)
         if domain is not None:
             self.fields["domain"] = domain
         self.transformations: list[dict[str, Any]] = []

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Annotated, Any, ClassVar
 
 import dagster as dg
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 DATE, REGION = "date", "region"
 """The dimensions of a date-by-region table's Dagster partitions."""
@@ -177,5 +177,10 @@ def _grain(value: Any) -> Any:
     return Grain.of(value) if isinstance(value, str | Grain) else value
 
 
-GrainField = Annotated[Grain, BeforeValidator(_grain), PlainSerializer(lambda grain: grain.name, return_type=str)]
+GrainField = Annotated[
+    Grain,
+    BeforeValidator(_grain),
+    PlainSerializer(lambda grain: grain.name, return_type=str),
+    WithJsonSchema({"type": "string", "enum": ["daily", "hourly", "none"]}),
+]
 """A spec field holding a grain: written ``daily`` / ``hourly`` / ``none``, validated into a :class:`Grain`."""

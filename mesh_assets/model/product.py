@@ -12,7 +12,9 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+from pydantic_core import CoreSchema
 
 from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
@@ -24,6 +26,10 @@ Classification = Literal["l0", "l1", "l2", "l3"]
 OPEN_CLASSIFICATION = "l0"
 """The lowest classification: only a table classified so may show row values in check samples and errors;
 any other shows counts and column names."""
+OWNER_PATTERN = r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$"
+"""An owner as Dagster accepts one: an email address or ``team:<name>``."""
+DEFAULT_START = date(2021, 1, 1)
+"""The first partition of a table whose product, domain defaults and dbt config name none."""
 WriteMode = Literal["overwrite_partition", "full"]
 SchemaPolicy = Literal["additive", "strict"]
 
@@ -69,6 +75,16 @@ class Window(Strict):
             return {"kind": kind, "n": n}
         return value
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """Every form YAML accepts, so an editor completes and checks ``last_7`` as it does ``{last: 7}``."""
+        short = {"type": "string", "pattern": r"^(same|all|last_[0-9]+|previous_[0-9]+)$"}
+        counted = [
+            {"type": "object", "properties": {k: {"type": "integer", "minimum": 1}}, "required": [k]}
+            for k in ("last", "previous")
+        ]
+        return {"anyOf": [short, *counted, handler(core_schema)]}
+
     @property
     def lookback(self) -> int:
         """Partitions before the current one that are read too."""
@@ -105,7 +121,7 @@ class Input(Strict):
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
     timeout_hours: float | None = Field(default=None, gt=0)
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("table")
     @classmethod
@@ -125,7 +141,7 @@ class Output(Strict):
     table: Identifier
     description: str = ""
     published: bool = False
-    partitioning: GrainField = Grain.DAILY
+    partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     write_mode: WriteMode = "overwrite_partition"
     contract: tuple[Column, ...] | None = None
@@ -153,7 +169,7 @@ class PySparkTransformation(Strict):
     inputs: dict[Identifier, Input] = Field(default_factory=dict)
     fn: Callable[..., Any]
     range_aware: bool = False
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
 
 class SqlTransformation(Strict):
@@ -165,7 +181,7 @@ class SqlTransformation(Strict):
     sql: str | None = None
     sql_file: str | None = None
     range_aware: bool = False
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("inputs", mode="before")
     @classmethod
@@ -194,7 +210,7 @@ class ExternalTable(Strict):
     table: Identifier
     description: str = ""
     published: bool = True
-    partitioning: GrainField = Grain.DAILY
+    partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     regions: tuple[Identifier, ...] | None = None
     """Landed per region as well as per day (each region at its own midnight): a day is complete only when
@@ -202,7 +218,7 @@ class ExternalTable(Strict):
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @model_validator(mode="after")
     def _regions_are_daily(self) -> ExternalTable:
@@ -220,7 +236,7 @@ class DataProduct(Strict):
     domain: Identifier
     name: Identifier
     description: str = ""
-    owner: str = Field(pattern=r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$")
+    owner: str = Field(pattern=OWNER_PATTERN)
     tier: Tier = "t3"
     classification: Classification = "l1"
     contacts: tuple[Contact, ...] = Field(min_length=1)
@@ -229,11 +245,11 @@ class DataProduct(Strict):
     """Earliest start: a partition is requested only after a tick of this cron since it was last handled."""
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
-    start_date: date = date(2021, 1, 1)
+    start_date: date = DEFAULT_START
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("cron")
     @classmethod
