@@ -8,7 +8,7 @@ Domain teams import from here and nowhere else::
 from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.components import DataProduct
-from mesh_assets.definitions import dbt_definitions, domain_definitions, executable_assets, mesh_definitions
+from mesh_assets.definitions import domain_definitions, executable_assets, mesh_definitions
 from mesh_assets.model.author import Product, chat, email
 from mesh_assets.model.checks import (
     AcceptedValues,
@@ -61,7 +61,6 @@ __all__ = [
     "Window",
     "all_partitions",
     "chat",
-    "dbt_definitions",
     "domain_definitions",
     "email",
     "executable_assets",

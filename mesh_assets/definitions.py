@@ -10,11 +10,10 @@ consumes, so one broken domain never takes the others down.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -26,17 +25,16 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
+from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all, load_domain
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import AlertSettings, MeshSettings, get_settings
 from mesh_assets.storage.resource import MeshResource
-
-if TYPE_CHECKING:
-    from dagster_dbt import DbtProject
 
 RUN_EXECUTOR = dg.in_process_executor
 """A run's steps execute in the run's own process, one after another, sharing its SparkSession: Spark already
@@ -44,12 +42,13 @@ spreads each step over every core, and a process per step would load the code lo
 a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
 
 
-def tool_tables() -> list[Table]:
-    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume."""
+def tool_tables(domains_dir: Path) -> list[Table]:
+    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
+    domains of ``domains_dir`` give them the defaults their config leaves out."""
     from mesh_assets.dbt.catalog import dbt_tables
 
     try:
-        return dbt_tables()
+        return dbt_tables(defaults=domains_defaults(domains_dir))
     except FileNotFoundError:
         return []
 
@@ -157,19 +156,47 @@ def component_definitions(spec_file: Path) -> dg.Definitions:
     return _product_definitions(graph, product)
 
 
+def _dbt_models(domain: str, defaults: dict[str, DomainDefaults]) -> list[dg.AssetsDefinition]:
+    """The dbt models ``domain`` owns, selected from the one dbt project by their ``meta.domain`` or folder (none
+    when the manifest is not prepared). dagster-dbt, whose import costs seconds, is imported only by the
+    locations of domains that own models."""
+    from mesh_assets.dbt.nodes import models_of
+    from mesh_assets.dbt.project import load_manifest
+
+    try:
+        if not models_of(load_manifest(), domain):
+            return []
+    except FileNotFoundError:
+        return []
+    from mesh_assets.dbt.assets import build_dbt_assets
+
+    return build_dbt_assets(domain, defaults)
+
+
+def _dbt_resources(models: list[dg.AssetsDefinition]) -> dict[str, object]:
+    """The dbt resource, once, when any domain built has dbt models."""
+    if not models:
+        return {}
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, dbt_resource
+
+    return {DBT_RESOURCE_KEY: dbt_resource()}
+
+
 def _domain_definitions(
     graph: MeshGraph,
     domain: str,
     folder: Path,
-    tool_keys: Iterable[dg.AssetKey],
+    dbt: list[dg.AssetsDefinition],
     mesh_graph: Callable[[], AssetGraph],
     settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
-    are built by their components."""
+    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt."""
     parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
     if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
         parts.append(_component_definitions(graph, folder))
+    tool_keys = [k for models in dbt for k in models.keys]
+    parts.append(dg.Definitions(assets=dbt))
     nodes = graph.nodes_of(domain)
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]
     sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
@@ -195,17 +222,18 @@ def build_definitions(
     domains: dict[str, DomainSpecs],
     only: set[str] | None = None,
     extra: list[Table] | None = None,
-    tool_keys: Iterable[dg.AssetKey] = (),
     settings: MeshSettings | None = None,
+    *,
+    dbt: bool = False,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
-    ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
-    automation sensor evaluates the ones keyed under its name. ``settings`` default to the process's, read
-    here, at the root, and passed to every part that needs them.
+    With ``dbt``, each domain's dbt models join its definitions, and its automation and failure sensors.
+    ``settings`` default to the process's, read here, at the root, and passed to every part that needs them.
     """
     settings = settings or get_settings()
-    extra = tool_tables() if extra is None else extra
+    domains_dir = next(iter(domains.values())).folder.parent if domains else settings.domains_dir
+    extra = tool_tables(domains_dir) if extra is None else extra
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra)
 
@@ -213,22 +241,23 @@ def build_definitions(
         """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
         return build_definitions(domains, extra=extra, settings=settings).resolve_asset_graph()
 
-    by_domain: dict[str, list[dg.AssetKey]] = {}
-    for key in tool_keys:
-        by_domain.setdefault(key.path[0], []).append(key)
+    chosen = [name for name in domains if only is None or name in only]
+    defaults = domains_defaults(domains_dir) if dbt else {}
+    models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = [
-            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh, settings)
-            for name, specs in domains.items()
-            if only is None or name in only
+            _domain_definitions(graph, name, domains[name].folder, models[name], whole_mesh, settings)
+            for name in chosen
         ]
-    return dg.Definitions.merge(*parts, dg.Definitions(resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR))
+    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources([m for ms in models.values() for m in ms])}
+    return dg.Definitions.merge(*parts, dg.Definitions(resources=resources, executor=RUN_EXECUTOR))
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
-    """The code location of the domain whose ``definitions.py`` is ``definitions_file``.
+    """The code location of the domain whose ``definitions.py`` is ``definitions_file``: its products, its dbt
+    models, its sensors and jobs.
 
     Only this domain's files run here; the other domains are known from the catalog, whose missing entries
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
@@ -236,49 +265,22 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
     folder = Path(definitions_file).resolve().parent
     settings = get_settings()
     others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
-    extra = tool_tables() + catalog_tables(others)
-    return build_definitions({folder.name: load_domain(folder)}, only={folder.name}, extra=extra, settings=settings)
-
-
-def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
-    """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
-    (to the owners the models' meta names), Mesh and dbt."""
-    from mesh_assets.automation.sensors import automation_sensor
-    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
-    from mesh_assets.dbt.catalog import dbt_tables
-
-    models = build_dbt_assets(project, manifest_path)
-    domains = sorted({key.path[0] for key in models.keys})
-    manifest = manifest_path or (Path(project.manifest_path) if project else None)
-    tables = [t for t in dbt_tables(manifest) if t.key in models.keys]
-    settings = get_settings()
-    alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], settings.alerts) for d in domains]
-    return dg.Definitions(
-        assets=[models],
-        sensors=[
-            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], settings.automation)
-            for domain in domains
-        ]
-        + [sensor for sensor in alerts if sensor is not None],
-        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
-        executor=RUN_EXECUTOR,
-    )
+    extra = tool_tables(folder.parent) + catalog_tables(others)
+    domain = {folder.name: load_domain(folder)}
+    return build_definitions(domain, only={folder.name}, extra=extra, settings=settings, dbt=True)
 
 
 def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None) -> dg.Definitions:
     """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh.
 
-    The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
+    Each domain's dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is
+    prepared).
     """
-    extra = tool_tables()
-    domains = load_all(domains_dir or get_settings().domains_dir)
-    if dbt is False or (dbt is None and (domains_dir is not None or not extra)):
-        return build_definitions(domains, extra=extra)
-    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
-
-    models = build_dbt_assets()
-    defs = build_definitions(domains, extra=extra, tool_keys=models.keys)
-    return dg.Definitions.merge(defs, dg.Definitions(assets=[models], resources={DBT_RESOURCE_KEY: dbt_resource()}))
+    settings = get_settings()
+    folder = domains_dir or settings.domains_dir
+    extra = tool_tables(folder)
+    with_dbt = dbt if dbt is not None else (domains_dir is None and bool(extra))
+    return build_definitions(load_all(folder), extra=extra, settings=settings, dbt=with_dbt)
 
 
 def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:

@@ -44,7 +44,7 @@ def domain_sensors(
     domain's assets built by other tools (dbt models) beside it."""
     outputs = [n.table.key for n in nodes]
     keys = [*outputs, *tool_keys]
-    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, keys, settings)] if outputs else []
+    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, keys, settings)] if keys else []
     for extra in (build_observer(domain, external, settings), build_deadline_sensor(domain, nodes, settings, alerts)):
         if extra is not None:
             sensors.append(extra)

@@ -129,7 +129,7 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
-    errors = validate_catalog(entries, tool_tables(), only)
+    errors = validate_catalog(entries, tool_tables(get_settings().domains_dir), only)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]

@@ -1,5 +1,8 @@
-"""The dbt project as Mesh assets: one multi-asset over every dbt model, daily-partitioned like the mesh.
+"""A domain's dbt models as Mesh assets, built by the domain's own code location, daily-partitioned like the mesh.
 
+- one dbt project; each domain owns the models whose ``meta.domain`` (else their folder) names it, and its
+  code location builds them: one multi-asset per first partition (a model's ``meta.start_date``, else the
+  domain's ``domain.yaml``), which is usually one per domain;
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
 - a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'``; a range is one
   run (``BackfillPolicy.single_run()``);
@@ -15,17 +18,20 @@
 import json
 import sys
 import warnings
+from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from mesh_assets.dbt.nodes import DBT_GRAIN, DBT_START, model_domain
+from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
@@ -78,6 +84,7 @@ def unready_models(
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
+    from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.graph.isolate import catalog_tables, discover_all
     from mesh_assets.graph.resolve import MeshGraph
     from mesh_assets.model.product import Input
@@ -85,7 +92,7 @@ def unready_models(
 
     settings = mesh.settings
     entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
-    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables()])
+    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=domains_defaults(settings.domains_dir))])
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
     part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
@@ -112,11 +119,45 @@ def window_vars(context: dg.AssetExecutionContext) -> dict[str, str]:
     return {"min_date": days.start.date().isoformat(), "max_date": days.end.date().isoformat()}
 
 
-def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.AssetsDefinition:
-    """Every dbt model of the project as one daily-partitioned, single-run-backfilled multi-asset."""
+def build_dbt_assets(
+    domain: str,
+    defaults: Mapping[str, DomainDefaults],
+    project: DbtProject | None = None,
+    manifest_path: Path | None = None,
+) -> list[dg.AssetsDefinition]:
+    """The dbt models ``domain`` owns as daily-partitioned, single-run-backfilled multi-assets, one per first
+    partition (``defaults``: every domain's, for the first partitions and owners of the models); none when the
+    domain owns no model."""
     project = project or mesh_dbt_project()
     manifest = load_manifest(manifest_path or Path(project.manifest_path))
-    translator = MeshDbtTranslator()
+    by_start: dict[date, list[str]] = {}
+    for node in models_of(manifest, domain):
+        by_start.setdefault(model_start(node, defaults), []).append("fqn:" + ".".join(node["fqn"]))
+    name = f"{check_identifier(domain)}__dbt_models"
+    return [
+        _dbt_models(
+            f"{name}_{start:%Y%m%d}" if len(by_start) > 1 else name,
+            start,
+            " ".join(select),
+            project,
+            manifest,
+            defaults,
+        )
+        for start, select in sorted(by_start.items())
+    ]
+
+
+def _dbt_models(
+    name: str,
+    start: date,
+    select: str,
+    project: DbtProject,
+    manifest: dict[str, Any],
+    defaults: Mapping[str, DomainDefaults],
+) -> dg.AssetsDefinition:
+    """The models ``select`` names, whose first partition is ``start``, as one multi-asset."""
+    partitions_def = DBT_GRAIN.partitions_def(start)
+    translator = MeshDbtTranslator(partitions_def, defaults)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
@@ -125,9 +166,10 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
         @dbt_assets(
             manifest=manifest,
             project=project,
-            name="dbt_models",
+            select=select,
+            name=name,
             dagster_dbt_translator=translator,
-            partitions_def=DBT_GRAIN.partitions_def(DBT_START),
+            partitions_def=partitions_def,
             backfill_policy=dg.BackfillPolicy.single_run(),
             pool=DBT_POOL,
         )

@@ -35,7 +35,7 @@ def test_validate_and_the_code_location_give_the_same_verdict(case: Path, monkey
     settings = get_settings()
     entries = discover_all(Path("domains"), settings.home, settings.discovery_timeout_seconds, retry=True)
     for folder in domain_folders(Path("domains")):
-        expected = validate_catalog(entries, tool_tables(), only={folder.name})
+        expected = validate_catalog(entries, tool_tables(Path("domains")), only={folder.name})
         try:
             domain_definitions(folder / "definitions.py").get_repository_def()
         except SpecValidationError as exc:
