@@ -26,6 +26,7 @@ SUITE = [
     "domain_isolation",
     "demo_end_to_end",
     "connect_startup",
+    "submit_mode",
     "volume",
 ]
 

@@ -37,7 +37,7 @@ def _wall(command: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def _launch_env(work: Workload, name: str, **extra: str) -> dict[str, str]:
+def launch_env(work: Workload, name: str, **extra: str) -> dict[str, str]:
     home = work.base / name
     (home / "dagster").mkdir(parents=True, exist_ok=True)
     return {
@@ -49,7 +49,7 @@ def _launch_env(work: Workload, name: str, **extra: str) -> dict[str, str]:
     }
 
 
-def _launch_command(day: str) -> list[str]:
+def launch_command(day: str) -> list[str]:
     dagster = str(Path(sys.executable).parent / "dagster")
     run = [dagster, "asset", "materialize", "-f", str(ROOT / "bench" / "launch_definitions.py")]
     return [*run, "--select", "bench/daily_work", "--partition", day]
@@ -57,9 +57,9 @@ def _launch_command(day: str) -> list[str]:
 
 def launched(work: Workload, repeat: int) -> tuple[float, float]:
     """(a run launched in its own process, the raw job in its own process), medians of wall time."""
-    env = _launch_env(work, "launched")
+    env = launch_env(work, "launched")
     day = work.key(2)
-    run = _launch_command(day)
+    run = launch_command(day)
     raw = [
         sys.executable,
         "-c",
@@ -72,8 +72,8 @@ def launched(work: Workload, repeat: int) -> tuple[float, float]:
 def launched_through_connect(work: Workload, repeat: int) -> float:
     """A run launched in its own process whose Spark work goes to a warm Spark Connect server."""
     with connect_server(work.base) as url:
-        env = _launch_env(work, "launched-connect", MESH_SPARK__MASTER=url)
-        run = _launch_command(work.key(2))
+        env = launch_env(work, "launched-connect", MESH_SPARK__MASTER=url)
+        run = launch_command(work.key(2))
         _wall(run, env)
         return median_of(lambda: _wall(run, env), repeat)
 

@@ -27,6 +27,10 @@ DATA_VERSION_TAG = "dagster/data_version"
 """The tag holding an asset event's data version (``dagster._core.definitions.data_version.DATA_VERSION_TAG``):
 the only way to give one to an ``AssetMaterialization`` reported outside ``MaterializeResult``."""
 
+CODE_VERSION_TAG = "dagster/code_version"
+"""The tag on each materialization naming the code version that computed it
+(``dagster._core.definitions.data_version.CODE_VERSION_TAG``): what ``mesh plan`` compares with the code now."""
+
 EXECUTOR_LOGGER = "dagster._core.execution.plan.active"
 """The logger of Dagster's step executor, whose check-gating notice Mesh filters (:mod:`mesh_assets.assets.notices`)."""
 
@@ -49,6 +53,7 @@ def dbt_invocation_params(
 
 
 __all__ = [
+    "CODE_VERSION_TAG",
     "DATA_VERSION_TAG",
     "DBT_UNIQUE_ID_METADATA_KEY",
     "EXECUTOR_LOGGER",
@@ -59,3 +64,15 @@ __all__ = [
     "dbt_invocation_params",
     "is_valid_cron_schedule",
 ]
+
+
+def end_typed_event_stream(context: dg.AssetExecutionContext) -> None:
+    """Return a step to Dagster's ordinary event stream after a Pipes session.
+
+    Opening a Pipes session in an asset step makes the step require every check as an ``AssetCheckResult``
+    (``StepExecutionContext._requires_typed_event_stream``, set by ``open_pipes_session``), to catch results
+    left unyielded. An ``AssetCheckResult`` has no partition, and a run launched through Pipes records, like a
+    local run, one ``AssetCheckEvaluation`` per check and partition from the outcome it reported; nothing is
+    left in the session to yield (:mod:`mesh_assets.run.submit`). There is no public way to say so.
+    """
+    context.op_execution_context._step_execution_context._requires_typed_event_stream = False

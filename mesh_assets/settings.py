@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -38,6 +39,63 @@ class SparkSettings(BaseModel):
     ui_enabled: bool = False
     log_level: str = "ERROR"
     conf: dict[str, str] = Field(default_factory=dict)
+
+
+class EngineMode(StrEnum):
+    """Where a product's stage -> audit -> publish runs."""
+
+    SESSION = "session"
+    """In the Dagster step's own process, on its SparkSession (``spark.master``: local, ``spark://``, ``sc://``)."""
+    SUBMIT = "submit"
+    """As a Spark application launched through Dagster Pipes; the step only gates, launches and records."""
+
+
+class Launcher(StrEnum):
+    """How a ``submit`` run's Spark application is launched."""
+
+    SPARK_SUBMIT = "spark-submit"
+    """``spark-submit --deploy-mode client`` at ``spark.master`` (standalone, Kubernetes, YARN, local)."""
+    EMR_SERVERLESS = "emr-serverless"
+    """A job run of an EMR Serverless application (dagster-aws), Pipes context and messages on S3."""
+
+
+class EmrServerlessSettings(BaseModel):
+    """The EMR Serverless application runs are launched on; no secrets (AWS credentials come from the
+    environment or the instance's role)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    application_id: str | None = None
+    execution_role_arn: str | None = None
+    bucket: str | None = None
+    """Where each run's Pipes context and messages, entry point, domain files and EMR's own logs go."""
+    prefix: str = "mesh"
+    region: str | None = None
+    spark_submit_parameters: str = ""
+    """Added to each job's: how the application finds a Python with Mesh installed, and Delta's jars
+    (docs/deployment.md)."""
+
+
+class EngineSettings(BaseModel):
+    """Where products run (``mode``, overridable per product by its ``engine`` field) and how ``submit`` runs
+    are launched."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: EngineMode = EngineMode.SESSION
+    launcher: Launcher = Launcher.SPARK_SUBMIT
+    spark_submit: str | None = None
+    """The ``spark-submit`` to run; default: the one PySpark ships (``pyspark/bin/spark-submit``)."""
+    emr_serverless: EmrServerlessSettings = Field(default_factory=EmrServerlessSettings)
+
+    @model_validator(mode="after")
+    def _launchable(self) -> Self:
+        emr = self.emr_serverless
+        if self.launcher is Launcher.EMR_SERVERLESS:
+            missing = [name for name in ("application_id", "execution_role_arn", "bucket") if not getattr(emr, name)]
+            if missing:
+                raise ValueError(f"engine.launcher emr-serverless needs engine.emr_serverless.{', '.join(missing)}")
+        return self
 
 
 UndeclaredReads = Literal["warn", "error"]
@@ -114,6 +172,20 @@ class S3Settings(BaseModel):
     """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
 
 
+class ComputeLogSettings(BaseModel):
+    """Where runs' stdout and stderr are kept (a launched application's driver output among them): Dagster's
+    files under ``dagster_home``, or, with a ``bucket``, S3 through dagster-aws's ``S3ComputeLogManager``, so the UI
+    shows them whichever machine ran the step. ``mesh setup`` writes it into the instance; the endpoint and
+    region are the ``s3`` settings', credentials the environment's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bucket: str | None = None
+    prefix: str = "dagster/compute-logs"
+    upload_interval_seconds: int = Field(default=30, ge=1)
+    """How often a running step's output is uploaded (it is uploaded whole when the step ends)."""
+
+
 class MeshSettings(BaseSettings):
     """Everything that differs between a laptop and production."""
 
@@ -124,6 +196,7 @@ class MeshSettings(BaseSettings):
     domains_dir: Path = Field(default_factory=lambda: project_root() / "domains")
     jars_dir: Path | None = None
     spark: SparkSettings = Field(default_factory=SparkSettings)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     lineage: LineageSettings = Field(default_factory=LineageSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
@@ -134,6 +207,7 @@ class MeshSettings(BaseSettings):
     reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and
     ``DAGSTER_PG_DB``, read by Dagster when the instance loads."""
     s3: S3Settings = Field(default_factory=S3Settings)
+    compute_logs: ComputeLogSettings = Field(default_factory=ComputeLogSettings)
     discovery_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long one domain's Python files may take to load in their own process before the domain is reported
     as hanging (its tables unknown to the others; see ``mesh_assets/graph/isolate.py``)."""
@@ -149,6 +223,21 @@ class MeshSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         config = Path(os.environ.get("MESH_CONFIG", project_root() / "mesh.yaml"))
         return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls, yaml_file=config))
+
+    @model_validator(mode="after")
+    def _submit_needs_a_master(self) -> Self:
+        engine = self.engine
+        if engine.mode is EngineMode.SUBMIT and engine.launcher is Launcher.SPARK_SUBMIT and self.connect:
+            raise ValueError(
+                "engine.mode submit launches Spark applications with spark-submit, which needs a cluster's "
+                f"master (spark://, k8s://, yarn, local[*]), not Spark Connect's {self.spark.master}"
+            )
+        return self
+
+    @property
+    def connect(self) -> bool:
+        """Whether Spark is reached through Spark Connect (``sc://``)."""
+        return self.spark.master.startswith("sc://")
 
     @property
     def warehouse_uri(self) -> str:

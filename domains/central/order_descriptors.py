@@ -7,7 +7,7 @@ Python rather than SQL: the status is the last event of the day, which reads mor
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import Input, Output, Product, same
+from mesh_assets import Freshness, Input, NotNull, Output, Product, Unique, same
 
 order_descriptors = Product(
     "order_descriptors",
@@ -25,6 +25,7 @@ def at(event_type: str) -> F.Column:
         table="order_descriptors",
         published=True,
         description="For day D, every order with an event on D: its payload, status at the end of D and event times.",
+        checks=[NotNull(columns=["order_id"]), Unique(keys=["order_id"]), Freshness(max_lag_hours=30)],
     ),
     inputs={"raw_order_events": Input(table="raw_order_events", window=same())},
 )

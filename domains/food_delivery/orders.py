@@ -3,7 +3,7 @@
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import AcceptedValues, Input, NotNull, Output, Product, Unique, VolumeAnomaly
+from mesh_assets import AcceptedValues, Freshness, Input, NotNull, Output, Product, Unique, VolumeAnomaly
 
 orders = Product(
     "orders",
@@ -23,6 +23,7 @@ orders = Product(
             Unique(keys=["id"]),
             AcceptedValues(column="status", values=["delivered", "cancelled"]),
             VolumeAnomaly(k=4, trailing=14, severity="warn"),
+            Freshness(max_lag_hours=30),  # a t1 product's promise: yesterday's orders by 06:00 UTC
         ],
     ),
     inputs={"raw_orders": Input(table="raw_orders")},

@@ -123,6 +123,14 @@ def failed_assets(instance: dg.DagsterInstance, run_id: str, run_failure: dg.Dag
     return failed
 
 
+def _message(table: Table, failed: Failed) -> str:
+    """The failure's message, unless ``table``'s classification keeps it out of alerts (a Spark error can quote a
+    row): then what failed and where, and the run's page to read the rest."""
+    if table.classification.alert_messages:
+        return failed.message
+    return f"{failed.kind}; message withheld: {table.ref} is classified {table.classification}, see the run"
+
+
 def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -> Alert:
     return Alert(
         kind=failed.kind,
@@ -131,7 +139,7 @@ def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -
         table=table.name,
         owner=table.owner,
         channel=next((c.value for c in table.contacts if c.kind == "chat"), ""),
-        message=failed.message,
+        message=_message(table, failed),
         partitions=failed.partitions,
         checks=failed.checks,
         run_id=run_id,
@@ -142,7 +150,7 @@ def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -
 def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str, settings: AlertSettings) -> Alert:
     """Tells ``consumer``'s owners that partitions of ``table`` they read were refused (and why)."""
     alert = _alert(consumer, failed, run_id, settings)
-    message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {failed.message}"
+    message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {_message(table, failed)}"
     return replace(alert, kind="input refused", message=message[:MESSAGE_LIMIT], source=table.ref)
 
 

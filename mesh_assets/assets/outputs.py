@@ -12,7 +12,6 @@ from dagster import AssetExecutionContext
 
 from mesh_assets.assets.mappings import mapping_for
 from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tags, table_metadata, table_pool
-from mesh_assets.assets.versions import code_version
 from mesh_assets.checks.external import checks_job_name
 from mesh_assets.checks.results import check_specs
 from mesh_assets.graph.resolve import Node
@@ -32,14 +31,14 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
         description=out.description or product.description or None,
         group_name=product.name,
         owners=[product.owner],
-        tags=product_tags(product, out.published),
+        tags=product_tags(product, table),
         kinds={"spark", "delta", "python" if isinstance(node.transformation, PySparkTransformation) else "sql"},
         metadata=metadata,
         deps=[dg.AssetDep(read.table.key, partition_mapping=mapping_for(read, table.grain)) for read in node.reads],
         partitions_def=table.partitions_def,
         automation_condition=automation_condition,
         freshness_policy=freshness_policy(out),
-        code_version=code_version(node),
+        code_version=table.code_version,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.graph.resolve import Table
+from mesh_assets.graph.revisions import REVISION_KEY
 from mesh_assets.model.checks import Freshness
 from mesh_assets.model.product import DataProduct, Output
 
@@ -24,22 +25,30 @@ def table_pool(domain: str, table: str) -> str:
     return f"mesh/{domain}/{table}"
 
 
-def product_tags(product: DataProduct, published: bool) -> dict[str, str]:
+def product_tags(product: DataProduct, table: Table) -> dict[str, str]:
+    """What the UI filters a table by: its product's, and its own status and major version."""
     return {
         **product.tags,
         "domain": product.domain,
         "product": product.name,
-        "tier": product.tier,
-        "classification": product.classification,
-        "published": str(published).lower(),
+        "tier": product.tier.value,
+        "classification": product.classification.value,
+        "published": str(table.published).lower(),
+        "status": table.status.value,
+        "version": str(table.version),
     }
 
 
 def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
-    """Contacts, the source file and line (Dagster's code references), and the partition column."""
+    """Contacts, the product's revision, the source file and line (Dagster's code references), and the partition
+    column."""
     metadata: dict[str, Any] = {
         "contacts": dg.MetadataValue.json([c.model_dump() for c in product.contacts]),
     }
+    if table.revision is not None:
+        metadata[REVISION_KEY] = table.revision
+    if table.sunset is not None:
+        metadata["sunset"] = table.sunset.isoformat()
     if product.source_file is not None:
         metadata["dagster/code_references"] = dg.CodeReferencesMetadataValue(
             code_references=[
@@ -69,7 +78,7 @@ def external_spec(product: DataProduct, table: Table) -> dg.AssetSpec:
         description=(table.spec.description if table.spec else "") or product.description or None,
         group_name=product.name,
         owners=[product.owner],
-        tags={**product_tags(product, table.published), "external": "true"},
+        tags={**product_tags(product, table), "external": "true"},
         kinds={"delta", "external"},
         metadata=table_metadata(product, table),
         partitions_def=table.partitions_def,

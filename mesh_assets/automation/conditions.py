@@ -128,8 +128,9 @@ def _condition(
 
 
 def output_condition(node: Node) -> dg.AutomationCondition | None:
-    """The condition of one output; None for an output without inputs (nothing to react to)."""
-    if not node.reads:
+    """The condition of one output; None for an output without inputs (nothing to react to) and for a draft or
+    retired one (materialized by hand only)."""
+    if not node.reads or not node.table.status.automated:
         return None
     by_partition, whole, quality = input_keys(node)
     inputs = {*by_partition, *whole}

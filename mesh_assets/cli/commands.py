@@ -7,15 +7,17 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import yaml
 from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
 from mesh_assets.graph.catalog import DomainEntry
-from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
+from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
+from mesh_assets.graph.readers import deprecation_warnings
 from mesh_assets.graph.resolve import MeshGraph
-from mesh_assets.settings import get_settings, scoped_environ
+from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -81,8 +83,23 @@ auto_materialize:
 """
 
 
-def instance_yaml(kind: str) -> str:
-    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{INSTANCE_COMMON}"
+def compute_logs_yaml(logs: ComputeLogSettings, s3: S3Settings) -> str:
+    """The instance's compute log manager: Dagster's local one unless the settings name a bucket."""
+    if logs.bucket is None:
+        return ""
+    config = {"bucket": logs.bucket, "prefix": logs.prefix, "upload_interval": logs.upload_interval_seconds}
+    if s3.endpoint:
+        config |= {"endpoint_url": s3.endpoint, "use_ssl": s3.endpoint.startswith("https://")}
+    if s3.region:
+        config["region"] = s3.region
+    block = {"module": "dagster_aws.s3.compute_log_manager", "class": "S3ComputeLogManager", "config": config}
+    return yaml.safe_dump({"compute_logs": block}, sort_keys=False)
+
+
+def instance_yaml(kind: str, settings: MeshSettings | None = None) -> str:
+    settings = settings or get_settings()
+    logs = compute_logs_yaml(settings.compute_logs, settings.s3)
+    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{logs}{INSTANCE_COMMON}"
 
 
 def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
@@ -95,7 +112,7 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
     home = Path(os.environ.get("DAGSTER_HOME") or settings.dagster_home)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    wanted = instance_yaml(kind or settings.instance)
+    wanted = instance_yaml(kind or settings.instance, settings)
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
         config.write_text(wanted)
@@ -129,11 +146,12 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
-    errors = validate_catalog(entries, tool_tables(get_settings().domains_dir), only)
+    graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
+    errors = validate_catalog(entries, only=only, graph=graph)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]
-    for warning in partition_count_warnings(chosen):
+    for warning in [*deprecation_warnings(graph, only), *partition_count_warnings(chosen)]:
         console.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
     products = {(t.domain, t.product) for t in chosen}
     if getattr(args, "lineage", False):
@@ -150,13 +168,17 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
     graph = MeshGraph({}, catalog_tables(mesh_catalog()))
     table = Table(title="Data products")
-    for column in ("domain", "product", "table", "owner", "published", "partitioning", "kind"):
+    columns = ("domain", "product", "table", "version", "status", "tier", "owner", "published", "partitioning", "kind")
+    for column in columns:
         table.add_column(column)
     for info in sorted(graph.tables.values(), key=lambda i: (i.domain, i.product, i.name)):
         table.add_row(
             info.domain,
             info.product,
             info.name,
+            f"v{info.version}",
+            info.lifecycle(),
+            str(info.tier),
             info.owner,
             "yes" if info.published else "no",
             info.grain.name,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from mesh_assets.cli import commands, trust
+from mesh_assets.cli import change, commands, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
@@ -24,6 +24,8 @@ EXAMPLES = {
     "lineage": "mesh lineage food_delivery.orders_7_days --upstream --mermaid",
     "stale": "mesh stale food_delivery/orders",
     "invalidate": 'mesh invalidate food_delivery/orders --start 2021-06-03 --reason "refunds landed late"',
+    "plan": "mesh plan --base HEAD",
+    "apply": "mesh apply --base HEAD --dry-run",
 }
 """One line per subcommand that runs as typed after ``make demo`` (with ``.venv`` activated), shown in its help."""
 
@@ -111,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     add_lineage_parser(sub)
     trust.add_parsers(sub)
+    change.add_parsers(sub)
     with_examples(root, sub.choices)
     return root
 

@@ -78,14 +78,20 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     """Default: the domain's, else t3."""
     classification: Literal["l0", "l1", "l2", "l3"] | None = None
     """Default: the domain's, else l1."""
+    status: Literal["draft", "active", "deprecated", "retired"] = "active"
+    sunset: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
+    """The day a deprecated product's readers must have moved by (required exactly when deprecated)."""
     tags: dict[str, str] = {}
     cron: str | None = None
     rerun_history: bool = True
     start_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
     """The first partition (default: the domain's, else 2021-01-01)."""
     domain: str | None = None
+    engine: Literal["session", "submit"] | None = None
+    """Where the product's runs compute and publish; default: the deployment's ``engine.mode``."""
     tables: Annotated[list[dict[str, Any]], _typed(TableSpec)] = []
-    """Output tables: ``table``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``, ``contract``, ..."""
+    """Output tables: ``table``, ``version``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``,
+    ``contract``, ``status``, ``sunset``, ..."""
     external: Annotated[list[dict[str, Any]], _typed(ExternalTable)] = []
     """Tables landed outside Mesh, observed from their Delta log."""
 

@@ -21,6 +21,7 @@ from sqlglot import exp
 from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import partition_column
 from mesh_assets.dbt.runner import invoke_dbt, selection_for
+from mesh_assets.graph.revisions import REVISION_LENGTH
 
 #: dbt's generic tests that count failing rows: a row failing on some partitions' rows also fails on the
 #: whole range's, so a range without failing rows has none in any of its partitions.
@@ -56,6 +57,8 @@ class DbtModel:
     parents: tuple[str, ...]
     """Models of this step it reads."""
     tests: tuple[DbtTest, ...]
+    revision: str | None = None
+    """The model's revision: dbt's checksum of its SQL file, shortened as a product's revision is."""
 
     @property
     def ref(self) -> str:
@@ -171,6 +174,7 @@ def compile_step(
                     for test_id, (model_id, check, blocking) in sorted(tests.items())
                     if model_id == uid
                 ),
+                revision=(node.get("checksum") or {}).get("checksum", "")[:REVISION_LENGTH] or None,
             )
         )
     return out

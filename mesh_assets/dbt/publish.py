@@ -61,7 +61,7 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
     key, result = run.model.key, run.result
     common: dict[str, Any] = {}
     if result is not None:
-        common = {**published_metadata(result), "partition_window": window}
+        common = {**published_metadata(result, run.model.revision), "partition_window": window}
     if result is not None and not run.withheld:
         for partition, rows in run.published.items():
             context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)

@@ -63,20 +63,33 @@ def s3a_credentials() -> dict[str, str]:
     return credentials
 
 
-def spark_conf(settings: MeshSettings) -> dict[str, str]:
-    """The Spark configuration Mesh uses, from settings: sized for a small machine by default."""
+def application_conf(settings: MeshSettings) -> dict[str, str]:
+    """What every Spark application of Mesh needs wherever it runs (this process, spark-submit, EMR): Delta, its
+    sizes, UTC; the settings' own ``spark.conf`` over it, but never over the time zone."""
     spark = settings.spark
     conf = {
         **DELTA_CONF,
         "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
         "spark.default.parallelism": str(spark.shuffle_partitions),
-        "spark.driver.memory": spark.driver_memory,
-        "spark.ui.enabled": str(spark.ui_enabled).lower(),
-        "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.sources.partitionOverwriteMode": "static",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.stalenessLimit": "0",
+        **spark.conf,
+    }
+    # Partition keys, Delta's partition values and date_format keys are UTC: a setting may not move them.
+    conf["spark.sql.session.timeZone"] = "UTC"
+    return conf
+
+
+def spark_conf(settings: MeshSettings) -> dict[str, str]:
+    """The Spark configuration of a driver on this machine, from settings: sized for a small machine by default,
+    Delta's jars from ``mesh setup``'s cache."""
+    spark = settings.spark
+    conf = {
+        "spark.driver.memory": spark.driver_memory,
+        "spark.ui.enabled": str(spark.ui_enabled).lower(),
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": str(settings.home / "spark-warehouse"),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={settings.home / 'derby'} -Dlog4j.configurationFile={LOG4J}"
@@ -95,10 +108,7 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
             else:
                 conf["spark.jars"] += "," + ",".join(s3a)  # shipped to the executors
             conf.update(s3a_conf(settings))
-    conf.update(spark.conf)
-    # Partition keys, Delta's partition values and date_format keys are UTC: a setting may not move them.
-    conf["spark.sql.session.timeZone"] = "UTC"
-    return conf
+    return {**conf, **application_conf(settings)}
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -127,12 +137,29 @@ def get_spark(settings: MeshSettings) -> SparkSession:
             with scoped_environ(local, keep=True):
                 _session = builder.getOrCreate()
             if not settings.spark.master.startswith("sc://"):
-                _session.sparkContext.setLogLevel(settings.spark.log_level)
-                if settings.uses_s3a:
-                    hadoop = _session.sparkContext._jsc.hadoopConfiguration()
-                    for key, value in s3a_credentials().items():
-                        hadoop.set(key, value)
+                _configure(_session, settings.spark.log_level, settings.uses_s3a)
         return _session
+
+
+def submitted_spark(log_level: str, s3a: bool) -> SparkSession:
+    """The session of a Spark application that spark-submit (or EMR) started: its master, Delta and jars came
+    with the submission; ``s3a``: the warehouse is on object storage, credentials from the environment."""
+    global _session
+    with _lock:
+        if _session is None:
+            from pyspark.sql import SparkSession
+
+            _session = SparkSession.builder.getOrCreate()
+            _configure(_session, log_level, s3a)
+        return _session
+
+
+def _configure(session: SparkSession, log_level: str, s3a: bool) -> None:
+    session.sparkContext.setLogLevel(log_level)
+    if s3a:
+        hadoop = session.sparkContext._jsc.hadoopConfiguration()
+        for key, value in s3a_credentials().items():
+            hadoop.set(key, value)
 
 
 @contextmanager

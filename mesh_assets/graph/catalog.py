@@ -18,11 +18,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mesh_assets.graph.resolve import DeclaredInput, Owner, Table, TableKind, declared_table, tables_of
+from mesh_assets.graph.resolve import (
+    DeclaredInput,
+    Owner,
+    Table,
+    TableKind,
+    declared_table,
+    product_revision,
+    tables_of,
+)
 from mesh_assets.model.errors import SpecError, relative
-from mesh_assets.model.product import Contact, ExternalTable, Output
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.lifecycle import Classification, Status, Tier
+from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
-FORMAT = 2
+FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -35,15 +45,17 @@ class DomainEntry:
     errors: tuple[SpecError, ...]
     complete: bool = True
     """False when the domain's discovery exited or hung before reporting: ``mesh validate`` tries it again."""
+    products: tuple[ProductEntry, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "domain": self.domain,
             "key": self.key,
-            "tables": [_table_json(t) for t in self.tables],
+            "tables": [table_json(t) for t in self.tables],
             "errors": [asdict(e) for e in self.errors],
             "complete": self.complete,
+            "products": [asdict(p) for p in self.products],
         }
 
     def errors_here(self) -> list[SpecError]:
@@ -55,16 +67,36 @@ class DomainEntry:
         return cls(
             data["domain"],
             data["key"],
-            tuple(_table_from_json(t) for t in data["tables"]),
+            tuple(table_from_json(t) for t in data["tables"]),
             tuple(SpecError(**e) for e in data["errors"]),
             data["complete"],
+            tuple(ProductEntry(**p) for p in data["products"]),
         )
 
 
-def entry_of(domain: str, key: str, products: list, errors: list[SpecError]) -> DomainEntry:
+@dataclass(frozen=True)
+class ProductEntry:
+    """A product's own fields (owner, tier, status, contacts, cron, ...) and revision: what ``mesh plan`` compares."""
+
+    domain: str
+    name: str
+    revision: str
+    fields: dict[str, Any]
+
+
+def entry_of(domain: str, key: str, products: list[DataProduct], errors: list[SpecError]) -> DomainEntry:
     """The entry of a domain discovered (and checked) in this process."""
     tables = tuple(t for p in products for t in tables_of(p))
-    return DomainEntry(domain, key, tables, tuple(_absolute(e) for e in errors))
+    own = tuple(
+        ProductEntry(
+            p.domain,
+            p.name,
+            product_revision(p),
+            p.model_dump(mode="json", exclude={"transformations", "external", "source_file", "line"}),
+        )
+        for p in products
+    )
+    return DomainEntry(domain, key, tables, tuple(_absolute(e) for e in errors), products=own)
 
 
 def _absolute(error: SpecError) -> SpecError:
@@ -72,8 +104,11 @@ def _absolute(error: SpecError) -> SpecError:
     return SpecError(str(Path(error.file).resolve()), error.line, error.field, error.message)
 
 
-def _table_json(table: Table) -> dict[str, Any]:
-    assert table.spec is not None
+def table_json(table: Table) -> dict[str, Any]:
+    """``table`` as JSON: through its spec when it has one (every table a domain declares), else field by
+    field (a table another tool publishes, such as a dbt model)."""
+    if table.spec is None:
+        return {"kind": table.kind.value, "fields": _tool_table_fields(table)}
     return {
         "kind": table.kind.value,
         "domain": table.domain,
@@ -83,6 +118,14 @@ def _table_json(table: Table) -> dict[str, Any]:
         "source_file": str(table.source_file) if table.source_file else None,
         "contacts": [c.model_dump() for c in table.contacts],
         "classification": table.classification,
+        "tier": table.tier,
+        "status": table.status.value,
+        "sunset": table.sunset.isoformat() if table.sunset else None,
+        "revision": table.revision,
+        "code_version": table.code_version,
+        "source_version": table.source_version,
+        "language": table.language,
+        "columns": list(table.columns) if table.columns is not None else None,
         "line": table.line,
         "inputs": [list(ref) for ref in table.inputs],
         "declared": [asdict(d) for d in table.declared],
@@ -90,7 +133,38 @@ def _table_json(table: Table) -> dict[str, Any]:
     }
 
 
-def _table_from_json(data: dict[str, Any]) -> Table:
+def _tool_table_fields(table: Table) -> dict[str, Any]:
+    return {
+        "domain": table.domain,
+        "name": table.name,
+        "product": table.product,
+        "owner": table.owner,
+        "published": table.published,
+        "grain": table.grain.name,
+        "partition_column": table.partition_column,
+        "start_date": table.start_date.isoformat(),
+        "blocking_checks": list(table.blocking_checks),
+        "source_file": str(table.source_file) if table.source_file else None,
+        "line": table.line,
+        "inputs": [list(ref) for ref in table.inputs],
+    }
+
+
+def table_from_json(data: dict[str, Any]) -> Table:
+    """The table :func:`table_json` described."""
+    if "fields" in data:
+        f = data["fields"]
+        return Table(
+            **{
+                **f,
+                "grain": Grain.of(f["grain"]),
+                "start_date": date.fromisoformat(f["start_date"]),
+                "source_file": Path(f["source_file"]) if f["source_file"] else None,
+                "blocking_checks": tuple(f["blocking_checks"]),
+                "inputs": tuple(tuple(ref) for ref in f["inputs"]),
+            },
+            kind=TableKind(data["kind"]),
+        )
     model = ExternalTable if data["kind"] == TableKind.EXTERNAL.value else Output
     owner = Owner(
         data["domain"],
@@ -99,13 +173,21 @@ def _table_from_json(data: dict[str, Any]) -> Table:
         date.fromisoformat(data["start_date"]),
         Path(data["source_file"]) if data["source_file"] else None,
         tuple(Contact.model_validate(c) for c in data["contacts"]),
-        data["classification"],
+        Classification(data["classification"]),
+        Tier(data["tier"]),
+        Status(data["status"]),  # as declared, or the output's own (which its spec restores)
+        date.fromisoformat(data["sunset"]) if data["sunset"] else None,
+        data["revision"],
     )
-    reads: dict[str, tuple] = {}
+    computed: dict[str, object] = {}
     if model is Output:
-        reads["inputs"] = tuple(tuple(ref) for ref in data["inputs"])
-        reads["declared"] = tuple(DeclaredInput(**d) for d in data["declared"])
-    return declared_table(model.model_validate(data["spec"]), owner, data["line"], **reads)
+        computed["inputs"] = tuple(tuple(ref) for ref in data["inputs"])
+        computed["declared"] = tuple(DeclaredInput(**d) for d in data["declared"])
+        computed["code_version"] = data["code_version"]
+        computed["source_version"] = data["source_version"]
+        computed["language"] = data["language"]
+        computed["columns"] = tuple(data["columns"]) if data["columns"] is not None else None
+    return declared_table(model.model_validate(data["spec"]), owner, data["line"], **computed)
 
 
 @cache

@@ -242,3 +242,14 @@ def load_domain(folder: Path, on_file: Callable[[Path], object] = lambda path: N
 
 def load_all(domains_dir: Path) -> dict[str, DomainSpecs]:
     return {folder.name: load_domain(folder) for folder in domain_folders(domains_dir)}
+
+
+def domain_folder(product: DataProduct) -> Path:
+    """The domain folder ``product`` was discovered in: its file's folder, or the one holding ``defs/`` for a
+    product declared as a component (``<domain>/defs/<name>/defs.yaml``)."""
+    assert product.source_file is not None
+    source = product.source_file.resolve()
+    for folder in source.parents:
+        if folder.name == product.domain and (source.parent == folder or folder / DEFS_FOLDER in source.parents):
+            return folder
+    raise ValueError(f"{relative(source)} is not inside a folder named for its domain {product.domain!r}")

@@ -68,12 +68,20 @@ def catalog_tables(entries: dict[str, DomainEntry]) -> list[Table]:
     return [t for entry in entries.values() for t in entry.tables]
 
 
+def catalog_graph(entries: dict[str, DomainEntry], extra: Iterable[Table] = ()) -> MeshGraph:
+    """The mesh the entries (and ``extra``, other tools' tables) describe, resolved from their tables alone."""
+    return MeshGraph({}, [*catalog_tables(entries), *extra])
+
+
 def validate_catalog(
-    entries: dict[str, DomainEntry], extra: Iterable[Table] = (), only: set[str] | None = None
+    entries: dict[str, DomainEntry],
+    extra: Iterable[Table] = (),
+    only: set[str] | None = None,
+    graph: MeshGraph | None = None,
 ) -> list[SpecError]:
     """Every error of the mesh the entries describe (restricted to ``only`` if given): each domain's own, found
-    where its code ran, and the rules between tables, on the tables alone."""
-    graph = MeshGraph({}, [*catalog_tables(entries), *extra])
+    where its code ran, and the rules between tables, on the tables alone (``graph``, when the caller has it)."""
+    graph = graph or catalog_graph(entries, extra)
     errors = [e for name, entry in entries.items() if only is None or name in only for e in entry.errors_here()]
     return sorted(set(errors + mesh_errors(graph, only)))
 

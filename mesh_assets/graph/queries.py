@@ -44,6 +44,17 @@ def query_tables(tree: exp.Expression) -> set[tuple[str | None, str]]:
     return out
 
 
+def query_columns(sql: str) -> tuple[str, ...] | None:
+    """The columns a query returns, by name, when it names each one (no ``*``, no unnamed expression); None
+    otherwise, or when it is not one query."""
+    try:
+        tree = parse_query(sql)
+    except (NotAQuery, sqlglot.errors.ParseError):
+        return None
+    names = tree.named_selects
+    return None if tree.is_star or not all(names) else tuple(names)
+
+
 def rewrite_tables(sql: str, views: dict[tuple[str | None, str], str]) -> str:
     """Point every ``domain.table`` the query reads at its view (an identifier swap in the parse tree).
 

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from mesh_assets.graph.queries import query_columns
+from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import (
-    OPEN_CLASSIFICATION,
     Column,
     Contact,
     DataProduct,
@@ -62,6 +64,12 @@ class DeclaredInput:
     line: int | None
     deadline: str | None = None
     """The deadline field it sets (``freshness_hours`` or ``timeout_hours``), if any."""
+    version: int | None = None
+    """The major version it pins, if any (``table`` is then that version's name, ``orders_v2``)."""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.domain}.{self.table}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,22 @@ class Table:
     """The checks as they run (see :func:`~mesh_assets.model.product.checks_of`)."""
     contacts: tuple[Contact, ...] = ()
     contract: tuple[Column, ...] | None = None
-    classification: str = "l1"
+    classification: Classification = Classification.L1
+    tier: Tier = Tier.T3
+    status: Status = Status.ACTIVE
+    sunset: date | None = None
+    version: int = 1
+    code_version: str | None = None
+    """What computes its rows (see :mod:`~mesh_assets.graph.revisions`); None for a table Mesh does not compute."""
+    source_version: str | None = None
+    """The hash of its SQL or function source alone."""
+    language: str | None = None
+    """``sql`` or ``python``: what its source is, for a product's output."""
+    columns: tuple[str, ...] | None = None
+    """The columns a SQL product's query names (None when it selects ``*``, or for a PySpark product): its schema
+    by name when it declares no contract."""
+    revision: str | None = None
+    """The revision of the product that declares it."""
     spec: Output | ExternalTable | None = field(default=None, compare=False)
 
     @property
@@ -99,7 +122,11 @@ class Table:
     @property
     def shows_values(self) -> bool:
         """Whether row values may appear in check samples and errors (else counts and column names only)."""
-        return self.classification == OPEN_CLASSIFICATION
+        return self.classification.shows_values
+
+    def lifecycle(self) -> str:
+        """``deprecated (sunset 2021-09-01)``, ``retired``: the status as a consumer is told it."""
+        return f"{self.status} (sunset {self.sunset})" if self.sunset else str(self.status)
 
     @property
     def key(self) -> dg.AssetKey:
@@ -153,20 +180,14 @@ class Node:
         return self.product.domain
 
 
-def sql_text(transformation: SqlTransformation, product: DataProduct) -> str:
-    """The query of a SQL transformation: inline, or from its file next to the spec."""
-    if transformation.sql is not None:
-        return transformation.sql
-    assert product.source_file is not None and transformation.sql_file is not None
-    return (product.source_file.parent / transformation.sql_file).read_text()
-
-
-def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None, **reads: tuple) -> Table:
-    """The table ``spec`` declares, owned by ``owner`` (``reads``: an output's ``inputs`` and ``declared``)."""
+def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None, **computed: object) -> Table:
+    """The table ``spec`` declares, owned by ``owner`` (``computed``: an output's ``inputs``, ``declared`` and
+    versions)."""
     external = isinstance(spec, ExternalTable)
+    own_status = isinstance(spec, Output) and spec.status is not None
     return Table(
         domain=owner.domain,
-        name=spec.table,
+        name=spec.name,
         product=owner.product,
         owner=owner.owner,
         published=spec.published,
@@ -183,8 +204,13 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         contacts=owner.contacts,
         contract=spec.contract,
         classification=owner.classification,
+        tier=owner.tier,
+        status=spec.status if own_status else owner.status,  # type: ignore[union-attr]
+        sunset=spec.sunset if own_status else owner.sunset,  # type: ignore[union-attr]
+        version=spec.version if isinstance(spec, Output) else 1,
+        revision=owner.revision,
         spec=spec,
-        **reads,
+        **computed,  # type: ignore[arg-type]
     )
 
 
@@ -198,10 +224,14 @@ class Owner:
     start_date: date
     source_file: Path | None
     contacts: tuple[Contact, ...]
-    classification: str
+    classification: Classification
+    tier: Tier = Tier.T3
+    status: Status = Status.ACTIVE
+    sunset: date | None = None
+    revision: str | None = None
 
     @classmethod
-    def of(cls, product: DataProduct) -> Owner:
+    def of(cls, product: DataProduct, revision: str | None = None) -> Owner:
         return cls(
             product.domain,
             product.name,
@@ -210,18 +240,38 @@ class Owner:
             product.source_file,
             product.contacts,
             product.classification,
+            product.tier,
+            product.status,
+            product.sunset,
+            revision,
         )
+
+
+def _versions(product: DataProduct) -> tuple[list[str], list[str]]:
+    """(each transformation's source, its code version)."""
+    sources = [source_text(t, product) for t in product.transformations]
+    return sources, [code_version(t, source) for t, source in zip(product.transformations, sources, strict=True)]
+
+
+def product_revision(product: DataProduct) -> str:
+    """The revision of ``product`` (see :mod:`~mesh_assets.graph.revisions`)."""
+    return revision(product, _versions(product)[1])
 
 
 def tables_of(product: DataProduct) -> Iterator[Table]:
     """Every table ``product`` declares: its outputs, then its external tables."""
-    owner = Owner.of(product)
+    sources, versions = _versions(product)
+    owner = Owner.of(product, revision(product, versions))
     for i, t in enumerate(product.transformations):
-        refs = {name: inp.ref(product.domain) for name, inp in t.inputs.items()}
+        refs = {name: inp.target(product.domain) for name, inp in t.inputs.items()}
         yield declared_table(
             t.output,
             owner,
             t.line,
+            code_version=versions[i],
+            source_version=source_version(sources[i]),
+            language=t.kind if t.kind == "sql" else "python",
+            columns=query_columns(sources[i]) if t.kind == "sql" else None,
             inputs=tuple(refs.values()),
             declared=tuple(
                 DeclaredInput(
@@ -231,6 +281,7 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     f"tables.{i}.inputs.{name}",
                     inp.line or t.line,
                     "freshness_hours" if inp.freshness_hours else "timeout_hours" if inp.timeout_hours else None,
+                    inp.version,
                 )
                 for name, inp in t.inputs.items()
             ),
@@ -256,13 +307,13 @@ class MeshGraph:
         self.nodes: dict[tuple[str, str], Node] = {}
         for product in products:
             for t in product.transformations:
-                key = (product.domain, t.output.table)
+                key = (product.domain, t.output.name)
                 if self.tables[key].spec is not t.output:
                     continue  # a duplicate table: governance reports it
                 reads = tuple(
                     Read(name, inp, upstream)
                     for name, inp in t.inputs.items()
-                    if (upstream := self.tables.get(inp.ref(product.domain))) is not None
+                    if (upstream := self.tables.get(inp.target(product.domain))) is not None
                 )
                 sql = sql_text(t, product) if isinstance(t, SqlTransformation) else None
                 self.nodes[key] = Node(product, t, self.tables[key], reads, sql)

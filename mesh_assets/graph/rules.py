@@ -13,6 +13,7 @@ from functools import cache
 import dagster as dg
 
 from mesh_assets.graph import yaml_lines
+from mesh_assets.graph.governance import classification_errors, lifecycle_errors, tier_errors
 from mesh_assets.model.checks import COLUMNS_FIELD, Freshness, SchemaContract, checked_columns
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.product import DataProduct, ExternalTable, Output
@@ -74,6 +75,7 @@ def product_errors(product: DataProduct, lines: yaml_lines.Lines) -> list[SpecEr
         found += _table_errors(t.output, ("tables", i))
     for i, ext in enumerate(product.external):
         found += _table_errors(ext, ("external", i))
+    found += lifecycle_errors(product) + tier_errors(product) + classification_errors(product)
     file = relative(product.source_file) if found else ""
     return [
         SpecError(file, yaml_lines.line_for(lines, loc) or product.line, ".".join(map(str, loc)), message)

@@ -13,7 +13,9 @@ import sqlglot
 
 from mesh_assets.graph.discovery import DomainSpecs
 from mesh_assets.graph.queries import NotAQuery, parse_query, query_tables
-from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table, sql_text
+from mesh_assets.graph.readers import read_refusal
+from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table
+from mesh_assets.graph.revisions import sql_text
 from mesh_assets.model.checks import SqlAssertion
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
@@ -55,12 +57,14 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             err(inp, ".window", f"window 'previous' reads a table's own past: {own_only}")
         info = graph.get(inp.domain, inp.table)
         if info is None:
-            err(inp, "", f"unknown table {ref}")
+            err(inp, "", f"unknown table {ref}" + (f" (version {inp.version})" if inp.version else ""))
             continue
         if inp.domain != table.domain and not info.published:
             err(
                 inp, "", f"{ref} is internal to domain {inp.domain}; only published tables may be read by other domains"
             )
+        if (refused := read_refusal(table, info, graph)) is not None:
+            err(inp, "", refused)
         if not info.grain.partitioned and inp.window != "all":
             err(inp, ".window", f"{ref} is not partitioned; use window 'all'")
         if not table.grain.partitioned and inp.window != "all" and info.grain.partitioned:
@@ -92,8 +96,19 @@ def _check_transformation_code(product: DataProduct) -> list[SpecError]:
     for i, t in enumerate(product.transformations):
         if isinstance(t, SqlTransformation):
             field = f"tables.{i}.{'sql' if t.sql is not None else 'sql_file'}"
+            versions: dict[tuple[str, str], int] = {}
             for name, inp in t.inputs.items():
-                if inp.window.kind == "previous" and inp.ref(product.domain) == (product.domain, t.output.table):
+                if versions.setdefault(inp.ref(product.domain), inp.version or 1) != (inp.version or 1):
+                    ref = ".".join(inp.ref(product.domain))
+                    errors.append(
+                        _err(
+                            product,
+                            inp.line or t.line,
+                            f"tables.{i}.inputs.{name}",
+                            f"a query names {ref} once, so it reads one version of it; compare versions in PySpark",
+                        )
+                    )
+                if inp.window.kind == "previous" and inp.target(product.domain) == (product.domain, t.output.name):
                     errors.append(
                         _err(
                             product,

@@ -96,7 +96,9 @@ def observed_reads(
 
 def column_lineage(df: DataFrame, node: Node, registry: TableRegistry) -> ColumnSources | None:
     """A SQL product's column lineage from its query (sqlglot), else from ``df``'s plan."""
-    tables = {r.table.ref: registry.location(r.table.domain, r.table.name) for r in node.reads}
+    tables = {
+        ".".join(r.input.ref(node.domain)): registry.location(r.table.domain, r.table.name) for r in node.reads
+    }  # by the name the query writes (a pinned version's rows are another table's)
     return query_columns(df, node.sql, tables)
 
 

@@ -64,17 +64,22 @@ class Product:
         description: str = "",
         tier: str | None = None,
         classification: str | None = None,
+        status: str = "active",
+        sunset: date | str | None = None,
         tags: Mapping[str, str] | None = None,
         cron: str | None = None,
         rerun_history: bool = True,
         start_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
+        engine: str | None = None,
     ) -> None:
         self.source_file = _LOADING.get()
         self.fields: dict[str, Any] = {
             "name": name,
             "description": description,
+            "status": status,
+            "sunset": sunset,
             "tags": dict(tags or {}),
             "cron": cron,
             "rerun_history": rerun_history,
@@ -87,6 +92,8 @@ class Product:
             self.fields["contacts"] = list(contacts)
         if domain is not None:
             self.fields["domain"] = domain
+        if engine is not None:
+            self.fields["engine"] = engine
         self.transformations: list[dict[str, Any]] = []
 
     def transformation(

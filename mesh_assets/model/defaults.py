@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import Field
 
-from mesh_assets.model.product import OWNER_PATTERN, Classification, Contact, Strict, Tier
+from mesh_assets.model.lifecycle import Classification, Tier
+from mesh_assets.model.product import OWNER_PATTERN, Contact, Strict
 
 INHERITED = ("owner", "contacts", "tier", "classification", "start_date")
 """The product fields a domain may set for all its products."""

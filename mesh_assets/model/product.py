@@ -19,13 +19,10 @@ from pydantic_core import CoreSchema
 from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
+from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
 from mesh_assets.model.names import Identifier, split_table_ref
+from mesh_assets.settings import EngineMode
 
-Tier = Literal["t1", "t2", "t3"]
-Classification = Literal["l0", "l1", "l2", "l3"]
-OPEN_CLASSIFICATION = "l0"
-"""The lowest classification: only a table classified so may show row values in check samples and errors;
-any other shows counts and column names."""
 OWNER_PATTERN = r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$"
 """An owner as Dagster accepts one: an email address or ``team:<name>``."""
 DEFAULT_START = date(2021, 1, 1)
@@ -117,6 +114,8 @@ class Input(Strict):
     """A table a transformation reads: its own domain's (``table``) or a published one (``domain.table``)."""
 
     table: str
+    version: int | None = Field(default=None, ge=1, le=99)
+    """The major version read (default: 1, the table's own name), so a new version never changes a reader."""
     window: Window = Field(default_factory=Window)
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
@@ -130,7 +129,13 @@ class Input(Strict):
         return value
 
     def ref(self, domain: str) -> tuple[str, str]:
+        """``(domain, table)`` as written: what a SQL product's query names."""
         return split_table_ref(self.table, default_domain=domain)
+
+    def target(self, domain: str) -> tuple[str, str]:
+        """``(domain, table)`` of the version read: the table it resolves to."""
+        domain, table = self.ref(domain)
+        return domain, versioned_name(table, self.version or 1)
 
 
 class Output(Strict):
@@ -150,6 +155,17 @@ class Output(Strict):
     """How the published table's schema may change: ``additive`` adds new columns (Delta's ``mergeSchema``),
     ``strict`` refuses any change; dropped, renamed or retyped columns always need a rebuild. Written
     ``schema`` in specs (a field of that name would shadow pydantic's ``BaseModel.schema``)."""
+    version: int = Field(default=1, ge=1, le=99)
+    """The major version: a breaking change is published as a new version beside the old one, which its
+    readers keep reading until its sunset."""
+    status: Status | None = None
+    """This version's own status (default: its product's)."""
+    sunset: date | None = None
+
+    @property
+    def name(self) -> str:
+        """The table this version is stored, keyed and read as: ``orders``, ``orders_v2``."""
+        return versioned_name(self.table, self.version)
 
     @field_validator("write_mode", mode="before")
     @classmethod
@@ -172,6 +188,13 @@ class PySparkTransformation(Strict):
     line: SkipJsonSchema[int | None] = None
 
 
+def _input_key(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item).replace(".", "__")
+    version = item.get("version")
+    return str(item.get("table", "")).replace(".", "__") + (f"_v{version}" if version not in (None, 1) else "")
+
+
 class SqlTransformation(Strict):
     """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` are bound."""
 
@@ -186,12 +209,10 @@ class SqlTransformation(Strict):
     @field_validator("inputs", mode="before")
     @classmethod
     def _list_of_inputs(cls, value: Any) -> Any:
-        """YAML lists inputs; they are keyed by table name like the Python API's parameters."""
+        """YAML lists inputs; they are keyed by table name like the Python API's parameters (``shop__orders``, and
+        ``shop__orders_v2`` for a pinned version)."""
         if isinstance(value, list):
-            return {
-                (item.get("table", "") if isinstance(item, dict) else str(item)).replace(".", "__"): item
-                for item in value
-            }
+            return {_input_key(item): item for item in value}
         return value
 
     @model_validator(mode="after")
@@ -220,6 +241,10 @@ class ExternalTable(Strict):
     checks: tuple[CheckSpec, ...] = ()
     line: SkipJsonSchema[int | None] = None
 
+    @property
+    def name(self) -> str:
+        return self.table
+
     @model_validator(mode="after")
     def _regions_are_daily(self) -> ExternalTable:
         if self.regions is not None:
@@ -237,8 +262,11 @@ class DataProduct(Strict):
     name: Identifier
     description: str = ""
     owner: str = Field(pattern=OWNER_PATTERN)
-    tier: Tier = "t3"
-    classification: Classification = "l1"
+    tier: Tier = Tier.T3
+    classification: Classification = Classification.L1
+    status: Status = Status.ACTIVE
+    sunset: date | None = None
+    """The day a ``deprecated`` product's readers must have moved by; required exactly when deprecated."""
     contacts: tuple[Contact, ...] = Field(min_length=1)
     tags: dict[str, str] = Field(default_factory=dict)
     cron: str | None = None
@@ -246,6 +274,9 @@ class DataProduct(Strict):
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
     start_date: date = DEFAULT_START
+    engine: EngineMode | None = None
+    """Where the product's runs compute and publish (``session`` or ``submit``); unset, the deployment's
+    ``engine.mode``."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
@@ -261,6 +292,13 @@ class DataProduct(Strict):
     @property
     def tables(self) -> list[Output | ExternalTable]:
         return [t.output for t in self.transformations] + list(self.external)
+
+
+def status_of(product: DataProduct, table: Output | ExternalTable) -> tuple[Status, date | None]:
+    """A table's status and sunset: its own when an output version declares one, else its product's."""
+    if isinstance(table, Output) and table.status is not None:
+        return table.status, table.sunset
+    return product.status, product.sunset
 
 
 def checks_of(table: Output | ExternalTable) -> list[CheckSpec]:

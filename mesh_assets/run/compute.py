@@ -4,6 +4,7 @@ transformation (a PySpark function, or a SQL query whose table names are swapped
 from __future__ import annotations
 
 import inspect
+import logging
 from functools import reduce
 from typing import Any
 
@@ -54,7 +55,7 @@ def transform(
     registry: TableRegistry,
     node: Node,
     part: PartitionRange | None,
-    log: dg.DagsterLogManager,
+    log: logging.Logger,
     run_id: str,
 ) -> DataFrame:
     """The node's output for ``part`` (one partition, or the range when range-aware)."""
@@ -71,7 +72,9 @@ def transform(
         assert node.sql is not None
         views = {}
         for read in node.reads:
-            views[(read.table.domain, read.table.name)] = view = view_name(read.table.domain, read.table.name)
+            # The query names the table as its input is written (``sales.orders``); the pinned version's rows
+            # (``sales.orders_v2``) are what the view holds.
+            views[read.input.ref(node.domain)] = view = view_name(read.table.domain, read.table.name)
             frame = frames[read.name]
             assert frame is not None  # governance: a SQL product never reads its own past
             frame.createOrReplaceTempView(view)
@@ -91,7 +94,7 @@ def compute(
     node: Node,
     part: PartitionRange | None,
     runnable: list[PartitionRange],
-    log: dg.DagsterLogManager,
+    log: logging.Logger,
     run_id: str,
 ) -> DataFrame:
     """The rows of every runnable partition: one lazy plan per partition, unioned (a range-aware

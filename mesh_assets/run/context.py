@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
-
-import dagster as dg
 
 from mesh_assets.model.partitions import PartitionRange
 
@@ -20,7 +19,8 @@ class ProductContext:
 
     spark: SparkSession
     partitions: PartitionRange | None
-    log: dg.DagsterLogManager
+    log: logging.Logger
+    """The run's log: Dagster's, or the Pipes log of a run launched on a cluster (both reach the step's logs)."""
     run_id: str
 
     @property

@@ -14,7 +14,7 @@ import dagster as dg
 from mesh_assets.graph.resolve import Node
 from mesh_assets.lineage.capture import Reads
 from mesh_assets.lineage.run import ProductLineage, product_lineage
-from mesh_assets.run.publish import RunOutcome
+from mesh_assets.run.outcome import RunOutcome
 from mesh_assets.storage.resource import MeshResource
 
 

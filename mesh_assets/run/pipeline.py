@@ -3,7 +3,10 @@
 gate (readiness) -> compute (read windows, transform) -> stage, audit, publish (one commit) -> record (events).
 
 Each step is a function with its collaborators passed in; lineage hooks in around the whole run at one place
-(:func:`execute`), not inside the steps. Failure alerts come from each domain's run-failure sensor.
+(:func:`execute`), not inside the steps. Failure alerts come from each domain's run-failure sensor. The gate and
+the record run in the step (they need the Dagster instance); the body between them (:mod:`mesh_assets.run.body`)
+runs on the step's SparkSession, or in a Spark application launched through Dagster Pipes when the product's
+engine mode is ``submit`` (:mod:`mesh_assets.run.submit`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.graph.resolve import Node, Table
-from mesh_assets.lineage.capture import Reads, observed_reads
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.run.compute import compute
+from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.hooks import run_hooks
-from mesh_assets.run.publish import RunOutcome, merged, publish
+from mesh_assets.run.outcome import RunOutcome, merged
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
+from mesh_assets.settings import EngineMode, MeshSettings
 from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import SchemaRule, rebuild_requested
 
@@ -38,6 +41,11 @@ def partition_range(context: dg.AssetExecutionContext, table: Table) -> Partitio
 def reads_own_past(node: Node) -> bool:
     """The product reads its own earlier partitions (a ``previous`` window on its own table)."""
     return any(read.table.key == node.table.key and read.input.window.skips_current for read in node.reads)
+
+
+def engine_mode(node: Node, settings: MeshSettings) -> EngineMode:
+    """Where ``node``'s body runs: its product's ``engine``, else the deployment's ``engine.mode``."""
+    return node.product.engine or settings.engine.mode
 
 
 def run_output(
@@ -71,13 +79,20 @@ def _run(
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
         return RunOutcome(None, part, [], {}, blocked=blocked)
-    spark, registry, run_id = mesh.spark, mesh.registry, context.run.run_id
-    rows = compute(spark, registry, node, part, runnable, context.log, run_id)
-    rule = mesh.settings.lineage.undeclared_reads_for(node.domain)
-    reads: Reads = observed_reads(rows, node, registry, context.log, rule)
-    schema = SchemaRule(node.output.schema_policy, rebuild_requested(context.run.tags), consumers)
-    done = publish(spark, registry, node, rows, part, blocked, run_id=run_id, schema=schema)
-    return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())
+    settings = mesh.settings
+    plan = RunPlan(
+        part,
+        runnable,
+        context.run.run_id,
+        SchemaRule(node.output.schema_policy, rebuild_requested(context.run.tags), consumers),
+        settings.lineage.undeclared_reads_for(node.domain),
+        blocked,
+    )
+    if engine_mode(node, settings) is EngineMode.SUBMIT:
+        from mesh_assets.run.submit import launch
+
+        return launch(context, mesh, node, plan)
+    return run_body(mesh.spark, mesh.registry, node, plan, context.log)
 
 
 def execute(

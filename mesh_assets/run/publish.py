@@ -7,7 +7,7 @@ keep their previous version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
@@ -19,49 +19,6 @@ from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.schema import SchemaRule
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, stage
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What a run of one output did: what it published and what its checks found."""
-
-    result: WriteResult | None
-    part: PartitionRange | None
-    outcomes: list[CheckOutcome]
-    failed: dict[str | None, list[CheckOutcome]]
-    reads: list[str] | None = None
-    """Locations the computation actually read (from Spark's plan); ``None`` when not observable."""
-    undeclared_reads: tuple[str, ...] = ()
-    undeclared_names: tuple[str, ...] = ()
-    column_lineage: dict[str, list[tuple[str, str]]] | None = None
-    """Output column -> the (location, column) pairs it is computed from; ``None`` when not observable."""
-    blocked: dict[str | None, list[str]] = field(default_factory=dict)
-    """Partitions not computed because an input partition they read is not published or not checked."""
-
-
-def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
-    """The outcomes of a range computed partition by partition, as one run's (the last commit's version)."""
-    results = [o.result for o in outcomes if o.result is not None]
-    result = None
-    if results:
-        result = WriteResult(
-            location=results[-1].location,
-            version=results[-1].version,
-            rows=sum(r.rows for r in results),
-            partition_rows={k: n for r in results for k, n in r.partition_rows.items()},
-            schema=results[-1].schema,
-        )
-    observed = [o.reads for o in outcomes if o.reads is not None]
-    return RunOutcome(
-        result,
-        part,
-        [c for o in outcomes for c in o.outcomes],
-        {k: v for o in outcomes for k, v in o.failed.items()},
-        reads=sorted({r for reads in observed for r in reads}) if observed else None,
-        undeclared_reads=tuple(sorted({r for o in outcomes for r in o.undeclared_reads})),
-        undeclared_names=tuple(sorted({n for o in outcomes for n in o.undeclared_names})),
-        blocked={k: v for o in outcomes for k, v in o.blocked.items()},
-    )
 
 
 class RowsOutsidePartitions(dg.Failure):

@@ -13,12 +13,13 @@ import dagster as dg
 
 from mesh_assets.checks.results import evaluation, run_targets
 from mesh_assets.compat import DATA_VERSION_TAG
+from mesh_assets.graph.revisions import REVISION_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from mesh_assets.graph.resolve import Node
-    from mesh_assets.run.publish import RunOutcome
+    from mesh_assets.run.outcome import RunOutcome
     from mesh_assets.storage.writer import WriteResult
 
 
@@ -42,13 +43,17 @@ def table_schema(schema: StructType) -> dg.TableSchema:
     )
 
 
-def published_metadata(result: WriteResult) -> dict[str, Any]:
-    """What every materialization of a commit carries: the table's columns, the Delta version, the location."""
-    return {
+def published_metadata(result: WriteResult, revision: str | None) -> dict[str, Any]:
+    """What every materialization of a commit carries: the table's columns, the Delta version, the location, and
+    the revision of the product (or dbt model) that computed it."""
+    metadata: dict[str, Any] = {
         "dagster/column_schema": table_schema(result.schema),
         "delta_version": result.version,
         "location": result.location,
     }
+    if revision is not None:
+        metadata[REVISION_KEY] = revision
+    return metadata
 
 
 def data_version(result: WriteResult) -> dg.DataVersion:
@@ -71,7 +76,7 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
     key, result, run_id = node.table.key, outcome.result, context.run.run_id
     common: dict[str, Any] = {}
     if result is not None:
-        common = published_metadata(result)
+        common = published_metadata(result, node.table.revision)
     if outcome.undeclared_names:
         common["undeclared_reads"] = dg.MetadataValue.json(list(outcome.undeclared_names))
     if outcome.failed or outcome.blocked:

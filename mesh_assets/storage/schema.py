@@ -21,63 +21,15 @@ from pyspark.sql.types import StructType
 from mesh_assets.model.grain import Grain, midnight
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import SchemaPolicy
-
-
-@dataclass(frozen=True)
-class ColumnChange:
-    """One column that differs: ``before`` is its type in the published table, ``after`` in the staged rows."""
-
-    name: str
-    before: str | None
-    after: str | None
-
-    def describe(self) -> str:
-        if self.before is None:
-            return f"added column {self.name} ({self.after})"
-        if self.after is None:
-            return f"dropped column {self.name} ({self.before})"
-        return f"retyped column {self.name} ({self.before} -> {self.after})"
-
-
-@dataclass(frozen=True)
-class SchemaChange:
-    """The columns a write adds, drops and retypes (a rename is a drop and an add)."""
-
-    added: tuple[ColumnChange, ...] = ()
-    dropped: tuple[ColumnChange, ...] = ()
-    retyped: tuple[ColumnChange, ...] = ()
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.dropped or self.retyped)
-
-    @property
-    def additive(self) -> bool:
-        """Only new columns: rows already published read NULL for them, nothing they hold is lost."""
-        return not (self.dropped or self.retyped)
-
-    def describe(self) -> str:
-        return ", ".join(c.describe() for c in (*self.dropped, *self.retyped, *self.added))
+from mesh_assets.storage.schema_change import SchemaChange, compare_columns
 
 
 def compare(published: StructType, staged: StructType) -> SchemaChange:
-    """How ``staged`` differs from ``published``, column by column.
-
-    Names match case-insensitively, as Spark and Delta resolve them; nullability is not compared (Delta
-    stores written columns as nullable). Types compare by their SQL name, nested fields included.
-    """
-    before = {f.name.lower(): f for f in published.fields}
-    after = {f.name.lower(): f for f in staged.fields}
-    return SchemaChange(
-        added=tuple(ColumnChange(f.name, None, f.dataType.simpleString()) for k, f in after.items() if k not in before),
-        dropped=tuple(
-            ColumnChange(f.name, f.dataType.simpleString(), None) for k, f in before.items() if k not in after
-        ),
-        retyped=tuple(
-            ColumnChange(f.name, f.dataType.simpleString(), after[k].dataType.simpleString())
-            for k, f in before.items()
-            if k in after and f.dataType.simpleString() != after[k].dataType.simpleString()
-        ),
+    """How ``staged`` differs from ``published``, column by column (see :func:`compare_columns`); types compare by
+    their SQL name, nested fields included."""
+    return compare_columns(
+        {f.name: f.dataType.simpleString() for f in published.fields},
+        {f.name: f.dataType.simpleString() for f in staged.fields},
     )
 
 

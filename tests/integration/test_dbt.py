@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
+from mesh_assets.dbt.project import load_manifest
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.grain import Grain
@@ -270,6 +271,8 @@ def test_a_failing_blocking_dbt_test_refuses_its_day_and_publishes_the_others(me
     for (key, day), event in materialized.items():
         rows = mesh_world.table(*key.path).where(F.col("p_date") == F.lit(date.fromisoformat(day))).count()
         assert event.materialization.metadata["dagster/row_count"].value == rows
+        checksum = load_manifest()["nodes"][f"model.mesh_dbt.{key.path[-1]}"]["checksum"]["checksum"]
+        assert event.materialization.metadata["mesh/revision"].value == checksum[:16]  # the model's revision
     evaluations = {(c.asset_key, c.check_name, c.partition): c for c in result.get_asset_check_evaluations()}
     refused = {(k, n, p) for (k, n, p), c in evaluations.items() if not c.passed and c.blocking}
     assert refused == {(STG, "accepted_values_stg_orders_status__delivered__cancelled", "2021-06-03")}

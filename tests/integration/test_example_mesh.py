@@ -11,7 +11,7 @@ import pytest
 from zones import in_utc
 
 from mesh_assets.graph.discovery import load_domain
-from mesh_assets.graph.resolve import sql_text
+from mesh_assets.graph.revisions import sql_text
 from mesh_examples import generator
 
 pytestmark = pytest.mark.spark

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
@@ -114,6 +115,8 @@ def test_materialization_records_rows_schema_version_and_location(world):
     assert metadata["location"].value == location
     history = DeltaTable.forPath(world.mesh.spark, location).history(1).collect()[0]
     assert metadata["delta_version"].value == history["version"]
+    definition = world.defs.resolve_asset_graph().get(dg.AssetKey(["food_delivery", "orders"]))
+    assert metadata["mesh/revision"].value == definition.metadata["mesh/revision"]  # what the UI shows, recorded
 
 
 def test_a_range_write_puts_each_small_partition_in_one_file(world):

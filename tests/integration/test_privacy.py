@@ -17,6 +17,7 @@ from mesh_assets.checks.results import evaluation
 from mesh_assets.graph.resolve import Owner, Table, declared_table
 from mesh_assets.model.checks import AcceptedValues, NotNull, SqlAssertion
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.lifecycle import Classification
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import Contact, Output
 
@@ -39,7 +40,7 @@ def table(classification: str) -> Table:
         date(2021, 1, 1),
         None,
         (Contact(kind="chat", value="#s"),),
-        classification,
+        Classification(classification),
     )
     return declared_table(Output(table="customers", checks=CHECKS), owner, 1, inputs=(), declared=())
 

@@ -45,10 +45,10 @@ class LocalShop:
     """``<domain>/<table>`` -> rows as :func:`rows` gives them."""
 
 
-def land(spark: SparkSession, registry: TableRegistry, days: Sequence[date]) -> None:
-    """Replace ``days`` of ``shop.raw_orders`` with the demo generator's rows, in one commit."""
+def land(spark: SparkSession, registry: TableRegistry, days: Sequence[date], rows: list[tuple] | None = None) -> None:
+    """Replace ``days`` of ``shop.raw_orders`` with ``rows`` (default: the demo generator's), in one commit."""
     days = sorted(days)
-    rows = [row for day in days for row in raw_orders(day)]
+    rows = [row for day in days for row in raw_orders(day)] if rows is None else rows
     landed = PartitionRange.from_keys(Grain.DAILY, str(days[0]), str(days[-1]))
     (
         spark.createDataFrame(rows, RAW_ORDERS_SCHEMA)
@@ -61,12 +61,16 @@ def land(spark: SparkSession, registry: TableRegistry, days: Sequence[date]) -> 
 
 
 def materialize(
-    instance: dg.DagsterInstance, mesh: MeshResource, keys: Iterable[list[str]], partitions: str
+    instance: dg.DagsterInstance,
+    mesh: MeshResource,
+    keys: Iterable[list[str]],
+    partitions: str,
+    domains: Path = DOMAINS,
 ) -> dg.ExecuteInProcessResult:
     """One run of ``keys`` for ``partitions``: a partition key, or ``first..last`` for a single-run range."""
     first, _, last = partitions.partition("..")
     tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last} if last else {}
-    defs = definitions()
+    defs = mesh_definitions(domains)
     observe_now(defs, instance, mesh)  # the landed days, as the observer reports them
     return dg.materialize(
         executable_assets(defs),

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -13,7 +12,6 @@ import boto3
 import dagster as dg
 import pytest
 import shop
-from processes import free_port, start, stop, wait_for_port
 from shop import PARTITIONS, LocalShop
 
 from mesh_assets import MeshResource
@@ -26,20 +24,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
 
 BUCKET = "mesh-lake"
 KEY_ID, SECRET = "mesh-test", "mesh-test-secret"
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A local S3 server in its own process: delta-rs holds the GIL while it loads a table, so a server thread
-    in this process could not answer it."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    server = start([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log)
-    try:
-        wait_for_port(port, server, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(server)
 
 
 def test_a_product_partition_lands_as_a_delta_table_in_the_bucket(

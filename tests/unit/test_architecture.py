@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"automation"},
     {"backfill"},
     {"dbt"},
+    {"change"},
     {"definitions"},
     {"components"},
     {"__init__", "cli"},

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from planning import landed, planning_instance
 
-from mesh_assets import definitions, mesh_definitions
+from mesh_assets import mesh_definitions
 from mesh_assets.backfill import (
     BackfillError,
     Webserver,
@@ -17,7 +18,7 @@ from mesh_assets.backfill import (
     launch_backfill,
     plan_backfill,
 )
-from mesh_assets.cli import commands, main
+from mesh_assets.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {
@@ -94,30 +95,6 @@ def test_an_asset_the_webserver_does_not_serve_is_refused_by_name(graph, served)
     with pytest.raises(WebserverError, match=f"does not serve {key.to_user_string()}: its workspace needs"):
         launch_backfill(Webserver(served.url), plan_backfill(graph, key, first, first, downstream=False))
     assert served.backfill_ids() == before
-
-
-def published(instance: dg.DagsterInstance, table: str, days: int) -> None:
-    """Report ``food_delivery.<table>`` published for the first ``days`` days of June 2021."""
-    for day in range(1, days + 1):
-        key = dg.AssetKey(["food_delivery", table])
-        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=f"2021-06-{day:02d}"))
-
-
-def planning_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mesh: dg.Definitions) -> dg.DagsterInstance:
-    """The instance ``mesh backfill`` reads what is published from; it plans over ``mesh``."""
-    home = tmp_path / "dagster"
-    home.mkdir()
-    monkeypatch.setattr(commands, "persistent_instance", lambda: dg.DagsterInstance.local_temp(str(home)))
-    monkeypatch.setattr(definitions, "mesh_definitions", lambda: mesh)
-    return dg.DagsterInstance.local_temp(str(home))
-
-
-def landed(instance: dg.DagsterInstance) -> None:
-    """Raw orders of 06-01..12 and the dimensions landed; orders published for 06-01..09 only."""
-    published(instance, "raw_orders", 12)
-    for dimension in ("menus", "menu_items", "categories"):
-        instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(["food_delivery", dimension])))
-    published(instance, "orders", 9)  # the 7-day windows ending 06-10..12 cannot be computed
 
 
 ARGS = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]

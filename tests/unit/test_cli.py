@@ -89,10 +89,10 @@ def test_list_shows_products_owners_and_cross_domain_edges(use_domains, capsys: 
     out = capsys.readouterr().out
     rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in out.splitlines() if line.startswith("│")]
     assert rows == [
-        ["catalog", "products", "products", "catalog@example.com", "yes", "none", "product"],
-        ["catalog", "products", "raw_products", "catalog@example.com", "no", "none", "external"],
-        ["sales", "sales", "raw_sales", "team:sales", "no", "daily", "external"],
-        ["sales", "sales", "sales_by_product", "team:sales", "yes", "daily", "product"],
+        ["catalog", "products", "products", "v1", "active", "t3", "catalog@example.com", "yes", "none", "product"],
+        ["catalog", "products", "raw_products", "v1", "active", "t3", "catalog@example.com", "no", "none", "external"],
+        ["sales", "sales", "raw_sales", "v1", "active", "t3", "team:sales", "no", "daily", "external"],
+        ["sales", "sales", "sales_by_product", "v1", "active", "t3", "team:sales", "yes", "daily", "product"],
     ]
     assert out.splitlines()[-2:] == ["Cross-domain edges:", "  catalog.products -> sales.sales_by_product"]
 

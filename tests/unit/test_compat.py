@@ -176,3 +176,55 @@ def test_the_data_version_tag_is_dagsters():
         instance.report_runless_asset_event(event)
         [record] = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=RAW), limit=1).records
         assert record.asset_materialization.tags[DATA_VERSION_TAG] == "delta-v3"
+
+
+def test_a_materialization_carries_its_code_version_under_dagsters_tag():
+    from dagster._core.definitions.data_version import CODE_VERSION_TAG
+
+    assert compat.CODE_VERSION_TAG == CODE_VERSION_TAG
+
+    @dg.asset(code_version="abc123")
+    def versioned() -> None:
+        return None
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        dg.materialize([versioned], instance=instance)
+        [record] = instance.fetch_materializations(versioned.key, limit=1).records
+        assert record.asset_materialization.tags[compat.CODE_VERSION_TAG] == "abc123"
+
+
+def test_a_step_that_opened_a_pipes_session_may_record_partitioned_check_evaluations(tmp_path):
+    """Without ``end_typed_event_stream`` the step fails for not yielding its checks as ``AssetCheckResult``s,
+    which carry no partition; with it, the step's per-partition evaluations are what Dagster records."""
+    partitions = dg.DailyPartitionsDefinition(start_date="2021-06-01")
+
+    def build(end_stream: bool) -> dg.AssetsDefinition:
+        @dg.multi_asset(  # as Mesh builds an output (mesh_assets/assets/outputs.py)
+            name="piped",
+            specs=[dg.AssetSpec("piped")],
+            partitions_def=partitions,
+            check_specs=[dg.AssetCheckSpec("ok", asset="piped", partitions_def=partitions)],
+            can_subset=True,
+        )
+        def piped(context):  # unannotated: Dagster cannot read a postponed annotation here
+            with dg.open_pipes_session(
+                context=context,
+                context_injector=dg.PipesTempFileContextInjector(),
+                message_reader=dg.PipesTempFileMessageReader(),
+            ):
+                pass  # what a launched application would report comes back as custom messages
+            if end_stream:
+                compat.end_typed_event_stream(context)
+            yield dg.MaterializeResult(asset_key="piped")
+            context.log_event(dg.AssetCheckEvaluation(dg.AssetKey("piped"), "ok", True, partition="2021-06-01"))
+
+        return piped
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        typed = dg.materialize([build(False)], instance=instance, partition_key="2021-06-01", raise_on_error=False)
+        ended = dg.materialize([build(True)], instance=instance, partition_key="2021-06-01")
+    assert not typed.success
+    assert ended.success
+    assert [(e.check_name, e.partition, e.passed) for e in ended.get_asset_check_evaluations()] == [
+        ("ok", "2021-06-01", True)
+    ]

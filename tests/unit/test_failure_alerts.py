@@ -103,6 +103,25 @@ def test_a_run_refused_for_its_inputs_alerts_inputs_not_ready(shop, tmp_path: Pa
     )
 
 
+def test_a_restricted_tables_alert_withholds_the_message(tmp_path: Path, webhook):
+    received, point = webhook
+    point("shop")
+    (tmp_path / "shop").mkdir()
+    restricted = SPEC.replace(
+        "external:\n  - {table: raw_orders}", "classification: l3\nexternal:\n  - {table: raw_orders, published: false}"
+    )
+    (tmp_path / "shop" / "orders.yaml").write_text(restricted)
+    defs = build_definitions(load_all(tmp_path), extra=[])
+    instance = dg.DagsterInstance.ephemeral()
+    run = fail_outside_python(defs, instance, ORDERS)
+
+    alert_failed_run(defs, instance, run.run_id, "shop")
+    [alert] = [body["mesh"] for body in received]
+    assert (alert["kind"], alert["partitions"], alert["run_id"]) == ("run failed", [DAY], run.run_id)
+    assert alert["message"] == "run failed; message withheld: shop.orders is classified l3, see the run"
+    assert "killed" not in received[0]["text"] + alert["message"]
+
+
 def test_a_failed_dbt_run_alerts_the_owner_its_model_names(webhook):
     received, point = webhook
     point("analytics")

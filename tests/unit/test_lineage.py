@@ -10,6 +10,7 @@ import copy
 import json
 import subprocess
 import uuid
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -26,6 +27,8 @@ from mesh_assets.lineage.events import (
 )
 from mesh_assets.lineage.graph import graph_from_events, read_events
 from mesh_assets.settings import MeshSettings, get_settings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_standard_facets_say_window_version_owner_name_and_columns():
@@ -113,6 +116,20 @@ def test_events_validate_and_carry_the_facets():
     fail = Serde.to_dict(build_event("FAIL", d, error=RuntimeError("boom")))
     assert fail["run"]["facets"]["errorMessage"]["message"] == "boom"
     assert "errorMessage" not in complete["run"]["facets"]
+
+
+def test_mesh_facets_follow_the_schema_their_urls_name():
+    """Mesh's own facets point consumers at docs/lineage-facets.json; what they carry is what it defines."""
+    schema = json.loads((ROOT / "docs" / "lineage-facets.json").read_text())
+    facets = Serde.to_dict(build_event("COMPLETE", sql_run()))["run"]["facets"]
+    for name in ("mesh_partitions", "mesh_undeclaredReads"):
+        facet = facets[name]
+        url, _, pointer = facet["_schemaURL"].partition("#/$defs/")
+        assert url == schema["$id"]
+        jsonschema.validate(facet, {**schema, "$ref": f"#/$defs/{pointer}"})
+    bad = {**facets["mesh_partitions"], "kind": "weekly"}
+    with pytest.raises(jsonschema.ValidationError, match="weekly"):
+        jsonschema.validate(bad, {**schema, "$ref": "#/$defs/MeshPartitionsRunFacet"})
 
 
 def test_run_ids_are_deterministic_uuids_and_datasets_follow_naming():

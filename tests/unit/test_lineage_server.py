@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from lineage_server import lineage_server
+from planning import landed, planning_instance
 
 from mesh_assets import mesh_definitions
 from mesh_assets.backfill import plan_backfill
@@ -95,6 +96,19 @@ def test_from_lineage_plans_agree_with_the_asset_graph_on_the_example_mesh(readi
         "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-12"],
         "food_delivery/orders_7_days": ["2021-06-04..2021-06-12"],
     }
+
+
+def test_backfill_from_lineage_dry_run_prints_the_servers_plan(reading_the_server, monkeypatch, tmp_path, capsys):
+    """The command as an operator types it: the plan comes from the server's graph and what the instance holds."""
+    landed(planning_instance(monkeypatch, tmp_path, mesh_definitions(ROOT / "domains")))
+    args = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]
+    assert main.main([*args, "--from-lineage", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "Backfill plan: 15 partition(s) of 3 asset(s)" in out
+    assert "food_delivery/orders 2021-06-04..2021-06-06 3" in out
+    assert "food_delivery/orders_7_days 2021-06-04..2021-06-09 6" in out
+    assert "food_delivery/orders_7_days 2021-06-10..2021-06-12 (3): food_delivery/orders" in out
+    assert "Dry run: nothing launched." in out
 
 
 def test_backfill_from_lineage_with_no_server_plans_nothing(monkeypatch, capsys):

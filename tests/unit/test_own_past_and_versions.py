@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from mesh_assets.assets.versions import code_version
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
@@ -61,10 +60,45 @@ def test_a_product_may_read_its_own_earlier_partitions_and_nothing_else_that_way
 
 def test_the_code_version_changes_with_the_transformation_and_not_with_a_reload(tmp_path):
     folder = domains(tmp_path, running=RUNNING)
-    first = code_version(MeshGraph(load_all(folder)).node("sales", "running"))
-    assert first == code_version(MeshGraph(load_all(folder)).node("sales", "running"))
+    first = MeshGraph(load_all(folder)).node("sales", "running").table.code_version
+    assert first is not None and first == MeshGraph(load_all(folder)).node("sales", "running").table.code_version
 
     (folder / "sales" / "running.py").write_text(
         (folder / "sales" / "running.py").read_text().replace("return e", "return e.limit(1)")
     )
-    assert code_version(MeshGraph(load_all(folder)).node("sales", "running")) != first
+    assert MeshGraph(load_all(folder)).node("sales", "running").table.code_version != first
+
+
+def test_the_revision_covers_the_product_and_the_code_version_only_what_computes_rows(tmp_path):
+    folder = tmp_path / "sales"
+    folder.mkdir()
+    spec = folder / "orders.yaml"
+    spec.write_text(
+        textwrap.dedent(
+            """\
+            name: orders
+            owner: sales@example.com
+            contacts: [{kind: chat, value: "#sales"}]
+            external: [{table: raw}]
+            tables:
+              - table: orders
+                inputs: [{table: raw}]
+                sql: SELECT id FROM sales.raw
+            """
+        )
+    )
+
+    def versions() -> tuple[str | None, str | None]:
+        table = MeshGraph(load_all(tmp_path)).get("sales", "orders")
+        return table.code_version, table.revision
+
+    code, revision = versions()
+    spec.write_text(
+        spec.read_text().replace(
+            'contacts: [{kind: chat, value: "#sales"}]', 'contacts:\n  - {kind: chat, value: "#sales-data"}'
+        )
+    )
+    assert versions()[0] == code and versions()[1] != revision  # a product field, its input a line lower
+    code, revision = versions()
+    spec.write_text(spec.read_text().replace("SELECT id", "SELECT id, 1 AS one"))
+    assert versions()[0] != code and versions()[1] != revision

@@ -1,0 +1,78 @@
+"""The part of a run after readiness: compute, stage, audit, publish. It needs Spark and the warehouse, not
+Dagster, so the same code runs in the step's own process (engine mode ``session``) and in a Spark application
+launched through Dagster Pipes (``submit``, see :mod:`mesh_assets.run.remote`).
+
+Everything it is told comes in a :class:`RunPlan`, decided on the Dagster side (which partitions are ready,
+what the run's tags and settings ask) and sent as JSON when the body runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from mesh_assets.graph.resolve import Node
+from mesh_assets.lineage.capture import observed_reads
+from mesh_assets.model.grain import Grain
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.compute import compute
+from mesh_assets.run.outcome import RunOutcome
+from mesh_assets.run.publish import publish
+from mesh_assets.settings import UndeclaredReads
+from mesh_assets.storage.schema import SchemaRule
+from mesh_assets.storage.tables import TableRegistry
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run of a node computes and how it may write, as the Dagster side decided it."""
+
+    part: PartitionRange | None
+    runnable: list[PartitionRange]
+    """The partitions whose inputs are ready (the single partitions of ``part``); empty when unpartitioned."""
+    run_id: str
+    schema: SchemaRule
+    undeclared_reads: UndeclaredReads = "warn"
+    blocked: dict[str | None, list[str]] = field(default_factory=dict)
+    """Partitions not computed, each with why (an input partition not published or not checked)."""
+
+    def to_json(self) -> dict[str, Any]:
+        part = self.part
+        return {
+            "part": None if part is None else [part.grain.name, part.grain.key(part.start), part.grain.key(part.end)],
+            "runnable": [p.grain.key(p.start) for p in self.runnable],
+            "run_id": self.run_id,
+            "schema": [self.schema.policy, self.schema.rebuild, list(self.schema.consumers)],
+            "undeclared_reads": self.undeclared_reads,
+            "blocked": [[partition, why] for partition, why in self.blocked.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunPlan:
+        part = None
+        if data["part"] is not None:
+            grain, start, end = data["part"]
+            part = PartitionRange.from_keys(Grain.of(grain), start, end)
+        policy, rebuild, consumers = data["schema"]
+        return cls(
+            part,
+            [PartitionRange.from_keys(part.grain, key, key) for key in data["runnable"]] if part else [],
+            data["run_id"],
+            SchemaRule(policy, rebuild, tuple(consumers)),
+            data["undeclared_reads"],
+            {partition: why for partition, why in data["blocked"]},
+        )
+
+
+def run_body(
+    spark: SparkSession, registry: TableRegistry, node: Node, plan: RunPlan, log: logging.Logger
+) -> RunOutcome:
+    """Compute the plan's runnable partitions, then stage, audit and publish them in one commit."""
+    rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id)
+    reads = observed_reads(rows, node, registry, log, plan.undeclared_reads)
+    part, blocked = plan.part, plan.blocked
+    done = publish(spark, registry, node, rows, part, blocked, run_id=plan.run_id, schema=plan.schema)
+    return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())
