@@ -16,6 +16,7 @@ from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.lifecycle import Classification
 
 PERSISTED = {"incremental", "table"}
 
@@ -81,7 +82,7 @@ def dbt_tables(
                 kind=TableKind.DBT,
                 start_date=model_start(node, defaults),
                 contacts=domain_defaults.contacts or (),
-                classification=str(meta.get("classification") or domain_defaults.classification or "l1"),
+                classification=Classification(meta.get("classification") or domain_defaults.classification or "l1"),
                 source_file=root / node["original_file_path"],
                 line=None,
                 blocking_checks=blocking_tests(manifest, node["unique_id"]),

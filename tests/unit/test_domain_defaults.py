@@ -20,7 +20,7 @@ DEFAULTS = """\
 owner: sales-data@example.com
 contacts:
   - {kind: chat, value: "#sales-data"}
-tier: t1
+tier: t2
 classification: l2
 start_date: 2022-03-01
 """
@@ -66,7 +66,7 @@ def test_products_inherit_the_domains_defaults_and_keep_what_they_set(tmp_path: 
     assert validate(domains) == []
     products = {p.name: p for p in domains["sales"].products}
     inherited = products["daily_sales"]
-    assert (inherited.owner, inherited.tier, inherited.classification) == ("sales-data@example.com", "t1", "l2")
+    assert (inherited.owner, inherited.tier, inherited.classification) == ("sales-data@example.com", "t2", "l2")
     assert [c.value for c in inherited.contacts] == ["#sales-data"] and inherited.start_date == date(2022, 3, 1)
     own = products["report"]  # sets owner and tier, inherits the rest
     assert (own.owner, own.tier, own.classification) == ("finance@example.com", "t3", "l2")
@@ -74,7 +74,7 @@ def test_products_inherit_the_domains_defaults_and_keep_what_they_set(tmp_path: 
 
     graph = build_definitions(domains, extra=[]).resolve_asset_graph()
     sales, report = graph.get(dg.AssetKey(["sales", "sales"])), graph.get(dg.AssetKey(["sales", "sales_report"]))
-    assert (list(sales.owners), sales.tags["tier"]) == (["sales-data@example.com"], "t1")
+    assert (list(sales.owners), sales.tags["tier"]) == (["sales-data@example.com"], "t2")
     assert (list(report.owners), report.tags["tier"], report.tags["classification"]) == (
         ["finance@example.com"],
         "t3",
