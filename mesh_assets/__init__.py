@@ -21,18 +21,8 @@ from mesh_assets.model.checks import (
     VolumeAnomaly,
 )
 from mesh_assets.model.grain import Grain
-from mesh_assets.model.product import (
-    Column,
-    Contact,
-    ExternalTable,
-    Input,
-    Output,
-    Window,
-    all_partitions,
-    last,
-    previous,
-    same,
-)
+from mesh_assets.model.product import Column, Contact, ExternalTable, Input, Output
+from mesh_assets.model.windows import Window, all_partitions, last, previous, same
 from mesh_assets.run.context import ProductContext
 from mesh_assets.settings import MeshSettings, get_settings
 from mesh_assets.storage.resource import MeshResource, get_spark
