@@ -26,6 +26,7 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
+from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.runner import selection_for
@@ -49,9 +50,13 @@ class DbtRunConfig(dg.Config):
     full_refresh: bool = False
 
 
-def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
-    if kind == "source":
-        return sorted({(s["schema"], s["name"]) for s in manifest["sources"].values()})
+def sources_read(manifest: dict[str, Any], models: set[str]) -> list[tuple[str, str]]:
+    """The ``(schema, name)`` of the dbt sources the ``models`` (unique ids) read."""
+    read = {parent for uid in models for parent in (manifest["nodes"][uid].get("depends_on") or {}).get("nodes", [])}
+    return sorted({(s["schema"], s["name"]) for uid, s in manifest["sources"].items() if uid in read})
+
+
+def _models(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     return sorted(
         {
             (model_domain(n), n["alias"] or n["name"])
@@ -61,19 +66,21 @@ def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     )
 
 
-def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
-    """Make dbt's sources and its existing models resolvable as ``<domain>.<table>`` in Mesh's session.
+def register_tables(mesh: MeshResource, manifest: dict[str, Any], models: set[str]) -> None:
+    """Make the dbt sources ``models`` read, and every existing model, resolvable as ``<domain>.<table>`` in
+    Mesh's session.
 
-    Sources must have been published; models are registered when their Delta table exists, so dbt's
-    ``is_incremental()`` sees them and the models reading them read what was published.
+    Those sources must have been published (another domain's models may read sources not published yet); models
+    are registered when their Delta table exists, so dbt's ``is_incremental()`` sees them and the models reading
+    them read what was published.
     """
     spark, registry = mesh.spark, mesh.registry
-    for schema, name in _tables(manifest, "source"):
+    for schema, name in sources_read(manifest, models):
         try:
             registry.register(spark, check_identifier(schema), check_identifier(name))
         except TableNotFoundError as exc:
             raise dg.Failure(description=f"dbt source {schema}.{name} has never been published: {exc}") from None
-    for domain, name in _tables(manifest, "model"):
+    for domain, name in _models(manifest):
         if registry.exists(spark, domain, name):
             registry.register(spark, domain, name)
 
@@ -195,7 +202,9 @@ def _dbt_models(
             from mesh_assets.dbt.compiled import compile_step  # the run side: Spark, the write path
             from mesh_assets.dbt.publish import publish_models
 
-            register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
+            specs = context.assets_def.specs_by_key
+            selected = {specs[key].metadata[UNIQUE_ID] for key in context.selected_asset_keys}
+            register_tables(mesh, manifest, selected)  # creates Mesh's session first: dbt reuses it
             # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
             # products run after them in this process must get the session back as it was.
             with scoped_conf(mesh.spark, DBT_SESSION_CONF):

@@ -10,7 +10,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from mesh_assets.dbt.assets import sources_read
 from mesh_assets.dbt.catalog import dbt_tables
+from mesh_assets.dbt.nodes import models_of
+from mesh_assets.dbt.project import load_manifest
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.model.defaults import DomainDefaults
@@ -81,3 +84,15 @@ def test_a_models_first_partition_owner_and_contacts_come_from_its_config_else_i
     assert [c.value for c in tables["inherits"].contacts] == ["#sales"]
     assert (tables["own"].start_date, tables["own"].owner) == (date(2023, 1, 1), "bi@example.com")
     assert (tables["elsewhere"].start_date, tables["elsewhere"].owner) == (DEFAULT_START, "")  # ops has no defaults
+
+
+def test_a_domains_dbt_run_needs_only_the_sources_its_own_models_read() -> None:
+    """food_delivery's model may run before analytics' sources (delivery_times_7_days) are published."""
+    manifest = load_manifest()
+    own = {n["unique_id"] for n in models_of(manifest, "food_delivery")}
+    assert sources_read(manifest, own) == [("food_delivery", "orders")]
+    analytics = {n["unique_id"] for n in models_of(manifest, "analytics")}
+    assert sources_read(manifest, analytics) == [
+        ("food_delivery", "delivery_times_7_days"),
+        ("food_delivery", "orders"),
+    ]
