@@ -14,7 +14,7 @@ import time
 
 from bench.common import Result, print_results, timed
 from bench.workload import Workload
-from mesh_assets.engine.session import get_spark
+from mesh_assets import get_spark
 
 
 def run(days: int = 365, rows_per_day: int = 20_000, sample: int = 5, repeat: int = 3) -> list[Result]:

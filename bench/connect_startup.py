@@ -19,14 +19,16 @@ from bench.common import ROOT, Result, connect_server, print_results, python_sec
 FIRST_QUERY = """
 import time; t0 = time.perf_counter()
 from mesh_assets.engine.session import get_spark
-spark = get_spark()
+from mesh_assets.settings import MeshSettings
+spark = get_spark(MeshSettings())
 assert spark.read.format("delta").load({table!r}).count() == 1000
 print(time.perf_counter() - t0)
 """
 
 PREPARE = """
 from mesh_assets.engine.session import get_spark
-get_spark().range(1000).write.format("delta").save({table!r})
+from mesh_assets.settings import MeshSettings
+get_spark(MeshSettings()).range(1000).write.format("delta").save({table!r})
 print(0)
 """
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import ROOT, Result, print_results
-from mesh_assets import MeshResource, mesh_definitions
-from mesh_assets.engine.session import get_spark
+from mesh_assets import MeshResource, get_spark, mesh_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain

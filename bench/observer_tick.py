@@ -25,9 +25,8 @@ from deltalake import write_deltalake
 from pyspark.sql import functions as F
 
 from bench.common import Result, median_of, print_results
-from mesh_assets import MeshResource
+from mesh_assets import MeshResource, get_spark
 from mesh_assets.automation.observer import build_observer
-from mesh_assets.engine.session import get_spark
 from mesh_assets.graph.resolve import tables_of
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable
 from mesh_assets.settings import get_settings

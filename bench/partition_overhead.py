@@ -21,12 +21,13 @@ from pathlib import Path
 
 from bench.common import ROOT, Result, connect_server, median_of, print_results
 from bench.workload import Workload
-from mesh_assets.engine.session import get_spark
+from mesh_assets import get_spark
 
 RAW_IN_FRESH_PROCESS = """
 from mesh_assets.engine.session import get_spark
+from mesh_assets.settings import MeshSettings
 from bench.workload import raw_work
-raw_work(get_spark(), {events!r}, {out!r}, {day!r}, {day!r})
+raw_work(get_spark(MeshSettings()), {events!r}, {out!r}, {day!r}, {day!r})
 """
 
 

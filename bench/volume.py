@@ -36,9 +36,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench.common import Result, print_results
-from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, get_spark, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.engine.session import get_spark
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from bench.common import Result, median_of, print_results
-from mesh_assets.engine.session import get_spark
+from mesh_assets import get_spark
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate

@@ -8,8 +8,7 @@ Domain teams import from here and nowhere else::
 from mesh_assets.assets.specs import RESOURCE_KEY
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.components import DataProduct
-from mesh_assets.definitions import dbt_definitions, domain_definitions, executable_assets, mesh_definitions
-from mesh_assets.engine.session import get_spark
+from mesh_assets.definitions import domain_definitions, executable_assets, mesh_definitions
 from mesh_assets.model.author import Product, chat, email
 from mesh_assets.model.checks import (
     AcceptedValues,
@@ -22,21 +21,11 @@ from mesh_assets.model.checks import (
     VolumeAnomaly,
 )
 from mesh_assets.model.grain import Grain
-from mesh_assets.model.product import (
-    Column,
-    Contact,
-    ExternalTable,
-    Input,
-    Output,
-    Window,
-    all_partitions,
-    last,
-    previous,
-    same,
-)
+from mesh_assets.model.product import Column, Contact, ExternalTable, Input, Output
+from mesh_assets.model.windows import Window, all_partitions, last, previous, same
 from mesh_assets.run.context import ProductContext
 from mesh_assets.settings import MeshSettings, get_settings
-from mesh_assets.storage.resource import MeshResource
+from mesh_assets.storage.resource import MeshResource, get_spark
 
 __all__ = [
     "RESOURCE_KEY",
@@ -62,7 +51,6 @@ __all__ = [
     "Window",
     "all_partitions",
     "chat",
-    "dbt_definitions",
     "domain_definitions",
     "email",
     "executable_assets",

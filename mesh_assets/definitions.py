@@ -10,11 +10,10 @@ consumes, so one broken domain never takes the others down.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -26,18 +25,17 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
+from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
-from mesh_assets.graph.isolate import catalog_tables, discover_all, validate_catalog
+from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain
 from mesh_assets.graph.resolve import MeshGraph, Table
 from mesh_assets.graph.validate import validate
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AlertSettings, MeshSettings, get_settings
 from mesh_assets.storage.resource import MeshResource
-
-if TYPE_CHECKING:
-    from dagster_dbt import DbtProject
 
 RUN_EXECUTOR = dg.in_process_executor
 """A run's steps execute in the run's own process, one after another, sharing its SparkSession: Spark already
@@ -45,12 +43,13 @@ spreads each step over every core, and a process per step would load the code lo
 a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
 
 
-def tool_tables() -> list[Table]:
-    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume."""
+def tool_tables(domains_dir: Path) -> list[Table]:
+    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
+    domains of ``domains_dir`` give them the defaults their config leaves out."""
     from mesh_assets.dbt.catalog import dbt_tables
 
     try:
-        return dbt_tables()
+        return dbt_tables(defaults=domains_defaults(domains_dir))
     except FileNotFoundError:
         return []
 
@@ -62,7 +61,7 @@ def invalidate_job_name(domain: str) -> str:
     return f"{domain}__invalidate"
 
 
-def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> dg.JobDefinition:
+def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph], alerts: AlertSettings) -> dg.JobDefinition:
     """``mesh invalidate`` and the UI's way to it: ``<domain>__invalidate`` invalidates a table of the domain
     (config: table, start, end, reason) and returns what it marked and the alerts it could not send.
     ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The backfill package is
@@ -90,7 +89,7 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph]) -> d
             for evaluation in failed_checks(context.instance, m, f"run {context.run_id}") if m.held else ():
                 context.log_event(evaluation)
             context.log.info(m.describe())
-        problems = notify(graph, marked, context.run_id)
+        problems = notify(graph, marked, alerts, context.run_id)
         for problem in problems:
             context.log.warning(problem)
         return marked, problems
@@ -162,27 +161,56 @@ def component_definitions(spec_file: Path) -> dg.Definitions:
     return _product_definitions(graph, product)
 
 
+def _dbt_models(domain: str, defaults: dict[str, DomainDefaults]) -> list[dg.AssetsDefinition]:
+    """The dbt models ``domain`` owns, selected from the one dbt project by their ``meta.domain`` or folder (none
+    when the manifest is not prepared). dagster-dbt, whose import costs seconds, is imported only by the
+    locations of domains that own models."""
+    from mesh_assets.dbt.nodes import models_of
+    from mesh_assets.dbt.project import load_manifest
+
+    try:
+        if not models_of(load_manifest(), domain):
+            return []
+    except FileNotFoundError:
+        return []
+    from mesh_assets.dbt.assets import build_dbt_assets
+
+    return build_dbt_assets(domain, defaults)
+
+
+def _dbt_resources(models: list[dg.AssetsDefinition]) -> dict[str, object]:
+    """The dbt resource, once, when any domain built has dbt models."""
+    if not models:
+        return {}
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, dbt_resource
+
+    return {DBT_RESOURCE_KEY: dbt_resource()}
+
+
 def _domain_definitions(
     graph: MeshGraph,
     domain: str,
     folder: Path,
-    tool_keys: Iterable[dg.AssetKey],
+    dbt: list[dg.AssetsDefinition],
     mesh_graph: Callable[[], AssetGraph],
+    settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
-    are built by their components."""
+    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt."""
     parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
     if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
         parts.append(_component_definitions(graph, folder))
+    tool_keys = [k for models in dbt for k in models.keys]
+    parts.append(dg.Definitions(assets=dbt))
     nodes = graph.nodes_of(domain)
     external = [t for t in graph.tables.values() if t.domain == domain and t.external]
-    sensors = domain_sensors(domain, nodes, external, get_settings().automation, tool_keys)
+    sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: graph.readers(t.domain, t.name) for t in built}
-    if (alerts := build_failure_sensor(domain, built, get_settings().alerts, readers)) is not None:
+    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
         sensors.append(alerts)
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
-    jobs += [build_invalidate_job(domain, mesh_graph)] if nodes else []
+    jobs += [build_invalidate_job(domain, mesh_graph, settings.alerts)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 
@@ -205,100 +233,79 @@ def build_definitions(
     domains: dict[str, DomainSpecs],
     only: set[str] | None = None,
     extra: list[Table] | None = None,
-    tool_keys: Iterable[dg.AssetKey] = (),
+    settings: MeshSettings | None = None,
+    *,
+    dbt: bool = False,
     judged: dict[str, list[SpecError]] | None = None,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
-    ``tool_keys`` are assets other tools build (dbt models) that join these definitions: each domain's
-    automation sensor evaluates the ones keyed under its name. ``judged`` are domains' own errors already
-    found for their current content.
+    With ``dbt``, each domain's dbt models join its definitions, and its automation and failure sensors.
+    ``settings`` default to the process's, read here, at the root, and passed to every part that needs them.
+    ``judged`` are domains' own errors already found for their current content.
     """
-    extra = tool_tables() if extra is None else extra
+    settings = settings or get_settings()
+    domains_dir = next(iter(domains.values())).folder.parent if domains else settings.domains_dir
+    extra = tool_tables(domains_dir) if extra is None else extra
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra, judged)
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
         for the partitions that read the invalid ones."""
-        folder = next(iter(domains.values())).folder.parent
-        return mesh_definitions(folder, dbt=bool(tool_tables())).resolve_asset_graph()
+        everything = load_all(domains_dir)
+        return build_definitions(everything, settings=settings, dbt=dbt).resolve_asset_graph()
 
-    by_domain: dict[str, list[dg.AssetKey]] = {}
-    for key in tool_keys:
-        by_domain.setdefault(key.path[0], []).append(key)
+    chosen = [name for name in domains if only is None or name in only]
+    defaults = domains_defaults(domains_dir) if dbt else {}
+    models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = [
-            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh)
-            for name, specs in domains.items()
-            if only is None or name in only
+            _domain_definitions(graph, name, domains[name].folder, models[name], whole_mesh, settings)
+            for name in chosen
         ]
-    return dg.Definitions.merge(*parts, dg.Definitions(resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR))
+    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources([m for ms in models.values() for m in ms])}
+    return dg.Definitions.merge(*parts, dg.Definitions(resources=resources, executor=RUN_EXECUTOR))
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
-    """The code location of the domain whose ``definitions.py`` is ``definitions_file``.
+    """The code location of the domain whose ``definitions.py`` is ``definitions_file``: its products, its dbt
+    models, its sensors and jobs.
 
     Only this domain's files run here; the other domains are known from the catalog, whose missing entries
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
     The domain's own validated YAML products are kept for its content hash, so an unchanged domain reloads
-    without reading them again (:mod:`~mesh_assets.graph.own_domain`).
+    without reading them again (:mod:`~mesh_assets.graph.own_domain`). Its dbt models' reads are judged as
+    ``mesh validate`` judges them.
     """
     folder = Path(definitions_file).resolve().parent
     settings = get_settings()
     others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
-    extra = tool_tables() + catalog_tables(others)
+    extra = tool_tables(folder.parent) + catalog_tables(others)
     own = load_own_domain(folder, settings.home)
-    return build_definitions({folder.name: own.specs}, {folder.name}, extra, judged={folder.name: own.errors})
-
-
-def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
-    """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
-    (to the owners the models' meta names), Mesh and dbt. A model reading a table the mesh does not have, or
-    another domain's internal table, is refused here as ``mesh validate`` refuses it (other domains from the
-    catalog)."""
-    from mesh_assets.automation.sensors import automation_sensor
-    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
-    from mesh_assets.dbt.catalog import dbt_tables
-
-    models = build_dbt_assets(project, manifest_path)
-    domains = sorted({key.path[0] for key in models.keys})
-    manifest = manifest_path or (Path(project.manifest_path) if project else None)
-    every = dbt_tables(manifest)
-    settings = get_settings()
-    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
-    if errors := validate_catalog(entries, every, only=set(domains)):  # what `mesh validate` refuses of them
-        raise SpecValidationError(errors)
-    tables = [t for t in every if t.key in models.keys]
-    alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
-    return dg.Definitions(
-        assets=[models],
-        sensors=[
-            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation)
-            for domain in domains
-        ]
-        + [sensor for sensor in alerts if sensor is not None],
-        resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
-        executor=RUN_EXECUTOR,
+    return build_definitions(
+        {folder.name: own.specs},
+        only={folder.name},
+        extra=extra,
+        settings=settings,
+        dbt=True,
+        judged={folder.name: own.errors},
     )
 
 
 def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None) -> dg.Definitions:
     """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh.
 
-    The dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is prepared).
+    Each domain's dbt models join when ``dbt`` is true (default: for the configured mesh, if its manifest is
+    prepared).
     """
-    extra = tool_tables()
-    domains = load_all(domains_dir or get_settings().domains_dir)
-    if dbt is False or (dbt is None and (domains_dir is not None or not extra)):
-        return build_definitions(domains, extra=extra)
-    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
-
-    models = build_dbt_assets()
-    defs = build_definitions(domains, extra=extra, tool_keys=models.keys)
-    return dg.Definitions.merge(defs, dg.Definitions(assets=[models], resources={DBT_RESOURCE_KEY: dbt_resource()}))
+    settings = get_settings()
+    folder = domains_dir or settings.domains_dir
+    extra = tool_tables(folder)
+    with_dbt = dbt if dbt is not None else (domains_dir is None and bool(extra))
+    return build_definitions(load_all(folder), extra=extra, settings=settings, dbt=with_dbt)
 
 
 def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:

@@ -8,6 +8,8 @@ Environment variables win over the file.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -263,5 +265,22 @@ class MeshSettings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> MeshSettings:
-    """The process-wide settings, read once."""
+    """The process-wide settings, read once: by the composition root, the resource and the command line, which
+    pass them (or the part a module needs) to everything else."""
     return MeshSettings()
+
+
+@contextmanager
+def scoped_environ(values: Mapping[str, str], *, keep: bool = False) -> Iterator[None]:
+    """Environment variables set for the block only, for tools that read them when they start (dbt, Spark's
+    JVM launcher, Dagster's instance); ``keep`` leaves a variable already set as it is."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: v for k, v in values.items() if not (keep and saved[k] is not None)})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -55,7 +55,8 @@ def mesh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def spark(mesh_home: Path):
     """The one SparkSession of the test session (JVM start-up is paid once)."""
-    from mesh_assets.engine.session import get_spark, stop_spark
+    from mesh_assets import get_spark
+    from mesh_assets.engine.session import stop_spark
 
     session = get_spark()
     yield session

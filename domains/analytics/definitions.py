@@ -1,5 +1,5 @@
-"""The analytics domain: dbt models (dbt_project/models/analytics) as Mesh data products."""
+"""The analytics domain: its dbt models (dbt_project/models/analytics) as Mesh data products."""
 
-from mesh_assets import dbt_definitions
+from mesh_assets import domain_definitions
 
-defs = dbt_definitions()
+defs = domain_definitions(__file__)

@@ -7,16 +7,11 @@ Python rather than SQL: the status is the last event of the day, which reads mor
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import Freshness, Input, NotNull, Output, Product, Unique, chat, email, same
+from mesh_assets import Freshness, Input, NotNull, Output, Product, Unique, same
 
 order_descriptors = Product(
     "order_descriptors",
     description="One row per order and day, describing the order as of that day's events.",
-    owner="central-data@example.com",
-    tier="t1",
-    classification="l2",
-    start_date="2021-06-01",
-    contacts=[chat("#central-data"), email("central-data@example.com")],
 )
 
 

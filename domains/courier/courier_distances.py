@@ -8,18 +8,13 @@ multi-pickup routes) can join the same intermediate without recomputing it.
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from mesh_assets import Input, Output, Product, chat
+from mesh_assets import Input, Output, Product
 
 EARTH_RADIUS_KM = 6371.0
 
 courier_distances = Product(
     "courier_distances",
     description="Distances couriers travel per delivered order, from central's order descriptors.",
-    owner="courier-analytics@example.com",
-    tier="t2",
-    classification="l1",
-    start_date="2021-06-01",
-    contacts=[chat("#courier-analytics")],
 )
 
 

@@ -8,10 +8,7 @@ from mesh_assets import Input, Output, Product, chat, last
 delivery_times = Product(
     "delivery_times",
     description="Delivery performance over rolling 7-day windows.",
-    owner="food-ops@example.com",
-    tier="t2",
-    classification="l1",
-    start_date="2021-06-01",
+    owner="food-ops@example.com",  # the operations team's, not the domain's data team
     contacts=[chat("#food-ops")],
 )
 

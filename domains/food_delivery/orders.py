@@ -3,27 +3,13 @@
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mesh_assets import (
-    AcceptedValues,
-    Freshness,
-    Input,
-    NotNull,
-    Output,
-    Product,
-    Unique,
-    VolumeAnomaly,
-    chat,
-    email,
-)
+from mesh_assets import AcceptedValues, Freshness, Input, NotNull, Output, Product, Unique, VolumeAnomaly
 
 orders = Product(
     "orders",
     description="Orders placed in the app, one row per order, partitioned by the day it was placed.",
-    owner="food-delivery-data@example.com",
-    tier="t1",
+    tier="t1",  # what the whole mesh reads: above the domain's t2, and it holds customers' orders (l2)
     classification="l2",
-    start_date="2021-06-01",
-    contacts=[chat("#food-delivery-data"), email("food-delivery-data@example.com")],
 )
 
 

@@ -2,7 +2,8 @@
 
 The webhook URL is a secret, so it is read from the environment at send time
 (``MESH_ALERT_WEBHOOK_<DOMAIN>``) and never stored in specs, run config or logs: a failed send raises
-:class:`AlertNotSent`, whose message names the variable and the reason but never the URL.
+:class:`AlertNotSent`, whose message names the variable and the reason but never the URL. The rest of the
+configuration (``alerts.*``) is passed in by whoever builds the sender: the composition root or a resource.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import AlertSettings
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class Alert:
     """The backfill the run was part of, if any."""
 
 
+DEFAULT_ALERTS = AlertSettings()
+"""``alerts.*`` with nothing configured (on, links to the local webserver): for callers outside a code location."""
+
+
 class AlertNotSent(RuntimeError):
     """The webhook did not take the alert; the message is safe to log (it never contains the URL)."""
 
@@ -48,12 +53,12 @@ def webhook_variable(domain: str) -> str:
     return f"MESH_ALERT_WEBHOOK_{domain.upper()}"
 
 
-def run_url(run_id: str) -> str:
-    return f"{get_settings().alerts.webserver_url.rstrip('/')}/runs/{run_id}"
+def run_url(run_id: str, settings: AlertSettings) -> str:
+    return f"{settings.webserver_url.rstrip('/')}/runs/{run_id}"
 
 
-def backfill_url(backfill_id: str) -> str:
-    return f"{get_settings().alerts.webserver_url.rstrip('/')}/runs/b/{backfill_id}"
+def backfill_url(backfill_id: str, settings: AlertSettings) -> str:
+    return f"{settings.webserver_url.rstrip('/')}/runs/b/{backfill_id}"
 
 
 def payload(alert: Alert) -> dict:
@@ -67,9 +72,8 @@ def payload(alert: Alert) -> dict:
     return {"text": text, "channel": alert.channel, "mesh": asdict(alert)}
 
 
-def send(alert: Alert) -> bool:
+def send(alert: Alert, settings: AlertSettings) -> bool:
     """Post ``alert`` to the domain's webhook; False (and nothing sent) when alerts are off or unset."""
-    settings = get_settings().alerts
     variable = webhook_variable(alert.domain)
     url = os.environ.get(variable)
     if not settings.enabled or not url:
@@ -91,9 +95,9 @@ def send(alert: Alert) -> bool:
         raise AlertNotSent(f"the webhook in {variable} failed ({type(exc).__name__})") from None
 
 
-def send_or_warn(alert: Alert, warn: Callable[[str], None]) -> None:
+def send_or_warn(alert: Alert, settings: AlertSettings, warn: Callable[[str], None]) -> None:
     """Send ``alert``; a channel that does not take it is a ``warn``-ing, so what raised it is still recorded."""
     try:
-        send(alert)
+        send(alert, settings)
     except AlertNotSent as exc:
         warn(f"alert to {alert.domain}'s channel failed: {exc}")

@@ -131,7 +131,7 @@ def _message(table: Table, failed: Failed) -> str:
     return f"{failed.kind}; message withheld: {table.ref} is classified {table.classification}, see the run"
 
 
-def _alert(table: Table, failed: Failed, run_id: str) -> Alert:
+def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -> Alert:
     return Alert(
         kind=failed.kind,
         domain=table.domain,
@@ -143,13 +143,13 @@ def _alert(table: Table, failed: Failed, run_id: str) -> Alert:
         partitions=failed.partitions,
         checks=failed.checks,
         run_id=run_id,
-        run_url=run_url(run_id),
+        run_url=run_url(run_id, settings),
     )
 
 
-def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str) -> Alert:
+def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str, settings: AlertSettings) -> Alert:
     """Tells ``consumer``'s owners that partitions of ``table`` they read were refused (and why)."""
-    alert = _alert(consumer, failed, run_id)
+    alert = _alert(consumer, failed, run_id, settings)
     message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {_message(table, failed)}"
     return replace(alert, kind="input refused", message=message[:MESSAGE_LIMIT], source=table.ref)
 
@@ -181,14 +181,14 @@ def build_failure_sensor(
             table = by_key.get(failed.key)
             if table is None:
                 continue
-            alerts = [_alert(table, failed, run_id)]
+            alerts = [_alert(table, failed, run_id, settings)]
             if failed.kind != "run failed":
-                alerts += [_consumer_alert(c, table, failed, run_id) for c in readers.get(failed.key, ())]
+                alerts += [_consumer_alert(c, table, failed, run_id, settings) for c in readers.get(failed.key, ())]
             if backfill:
-                alerts = [replace(a, backfill_url=backfill_url(backfill)) for a in alerts]
+                alerts = [replace(a, backfill_url=backfill_url(backfill, settings)) for a in alerts]
             for alert in alerts:
                 try:
-                    send(alert)
+                    send(alert, settings)
                 except AlertNotSent as exc:  # the next failure must still be told
                     context.log.warning(f"alert to {alert.domain}'s channel failed: {exc}")
 

@@ -16,13 +16,13 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, send_or_warn
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.grain import midnight, utc
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import DataProduct
 from mesh_assets.run.readiness import input_range
-from mesh_assets.settings import AutomationSettings
+from mesh_assets.settings import AlertSettings, AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
 log = logging.getLogger(__name__)
@@ -72,7 +72,9 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
     return flags
 
 
-def build_deadline_sensor(domain: str, nodes: list[Node], settings: AutomationSettings) -> dg.SensorDefinition | None:
+def build_deadline_sensor(
+    domain: str, nodes: list[Node], settings: AutomationSettings, alerts: AlertSettings = DEFAULT_ALERTS
+) -> dg.SensorDefinition | None:
     """The deadline watcher of ``domain``'s outputs ``nodes``; None when no input sets a freshness or timeout."""
     watched = [n for n in nodes if any(r.input.freshness_hours or r.input.timeout_hours for r in n.reads)]
     if not watched:
@@ -85,13 +87,17 @@ def build_deadline_sensor(domain: str, nodes: list[Node], settings: AutomationSe
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
     def _deadlines(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        return evaluate_deadlines(context.instance, watched, context.cursor, datetime.now(UTC))
+        return evaluate_deadlines(context.instance, watched, context.cursor, datetime.now(UTC), alerts)
 
     return _deadlines
 
 
 def evaluate_deadlines(
-    instance: dg.DagsterInstance, nodes: list[Node], cursor: str | None, now: datetime
+    instance: dg.DagsterInstance,
+    nodes: list[Node],
+    cursor: str | None,
+    now: datetime,
+    alerts: AlertSettings = DEFAULT_ALERTS,
 ) -> dg.SensorResult:
     """One tick: new flags become observations and alerts; the cursor keeps them from repeating."""
     seen = set(json.loads(cursor)) if cursor else set()
@@ -131,6 +137,7 @@ def evaluate_deadlines(
                 message=message,
                 partitions=[flag["partition"]],
             ),
+            alerts,
             log.warning,
         )
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))

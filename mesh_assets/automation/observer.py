@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, send_or_warn
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
 from mesh_assets.automation.delta_log import Changes, Read, Seen, changes_since, partition_key
 from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.automation.reports import (
@@ -52,7 +52,7 @@ from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
 from mesh_assets.run.record import data_version
-from mesh_assets.settings import AutomationSettings, S3Settings
+from mesh_assets.settings import AlertSettings, AutomationSettings, S3Settings
 from mesh_assets.storage.resource import MeshResource
 
 if TYPE_CHECKING:
@@ -223,6 +223,7 @@ def observe(
     warn: Callable[[str], None] = log.warning,
     files: LogFiles = LOCAL,
     reports: Reports = NO_REPORTS,
+    alerts: AlertSettings = DEFAULT_ALERTS,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, Any]]:
     """One tick over the external ``tables`` (their logs read through ``files``); ``reports`` are this
     instance's earlier reports: where a table the cursor does not know starts, and each partition's rows."""
@@ -237,7 +238,7 @@ def observe(
             alert = _unreadable(table, location, exc)
             warn(alert.message)
             if failed is None:
-                send_or_warn(alert, warn)
+                send_or_warn(alert, alerts, warn)
             cursor[table.ref] = _store(seen, alert.message)
             continue
         events += found
@@ -293,7 +294,13 @@ def build_observer(domain: str, tables: list[Table], settings: AutomationSetting
         cursor = json.loads(context.cursor) if context.cursor else {}
         files = LogFiles(mesh.settings.s3)
         events, cursor = observe(
-            tables, mesh.registry, cursor, context.log.warning, files, InstanceReports(context.instance)
+            tables,
+            mesh.registry,
+            cursor,
+            context.log.warning,
+            files,
+            InstanceReports(context.instance),
+            mesh.settings.alerts,
         )
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(

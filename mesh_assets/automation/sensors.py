@@ -9,7 +9,7 @@ import dagster as dg
 from mesh_assets.automation.deadlines import build_deadline_sensor
 from mesh_assets.automation.observer import build_observer
 from mesh_assets.graph.resolve import Node, Table
-from mesh_assets.settings import AutomationSettings
+from mesh_assets.settings import AlertSettings, AutomationSettings
 
 ENGINE_TAG = "mesh/engine"
 
@@ -37,14 +37,15 @@ def domain_sensors(
     nodes: list[Node],
     external: list[Table],
     settings: AutomationSettings,
-    tool_keys: Iterable[dg.AssetKey] = (),
+    tool_keys: Iterable[dg.AssetKey],
+    alerts: AlertSettings,
 ) -> list[dg.SensorDefinition]:
     """The domain's sensors over its outputs ``nodes`` and its ``external`` tables; ``tool_keys`` are the
     domain's assets built by other tools (dbt models) beside it."""
     outputs = [n.table.key for n in nodes]
     keys = [*outputs, *tool_keys]
-    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, keys, settings)] if outputs else []
-    for extra in (build_observer(domain, external, settings), build_deadline_sensor(domain, nodes, settings)):
+    sensors: list[dg.SensorDefinition] = [automation_sensor(domain, keys, settings)] if keys else []
+    for extra in (build_observer(domain, external, settings), build_deadline_sensor(domain, nodes, settings, alerts)):
         if extra is not None:
             sensors.append(extra)
     return sensors

@@ -26,6 +26,7 @@ from mesh_assets.backfill.plan import BackfillError, downstream_partitions, pars
 from mesh_assets.checks.results import target_of
 from mesh_assets.compat import AssetGraph, PartitionsSubset
 from mesh_assets.model.checks import VALID
+from mesh_assets.settings import AlertSettings
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def _suspects(
             reached[child] = mapped if previous is None or mapped is None else previous | mapped
 
 
-def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None) -> Alert:
+def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None, settings: AlertSettings) -> Alert:
     """The owners of ``marked``'s table (from its asset's owners, tags and contacts) told what was marked."""
     node = graph.get(marked.key)
     contacts = node.metadata.get("contacts")
@@ -135,7 +136,7 @@ def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None) 
         partitions=[p or "-" for p in marked.partitions],
         checks=[VALID],
         run_id=run_id,
-        run_url=run_url(run_id) if run_id else None,
+        run_url=run_url(run_id, settings) if run_id else None,
         source=root.key.to_user_string().replace("/", ".") if marked.suspect else None,
     )
 
@@ -149,13 +150,13 @@ def _consequence(marked: Marked) -> str:
     return f"; computed from it, {marked.describe()}: consumers wait until it is re-run"
 
 
-def notify(graph: AssetGraph, marked: list[Marked], run_id: str | None = None) -> list[str]:
+def notify(graph: AssetGraph, marked: list[Marked], settings: AlertSettings, run_id: str | None = None) -> list[str]:
     """One alert per table reached (marked or not) to its domain's channel; why each alert that could not be
     sent failed."""
     problems = []
     for m in marked:
         try:
-            send(_alert(graph, m, marked[0], run_id))
+            send(_alert(graph, m, marked[0], run_id, settings), settings)
         except AlertNotSent as exc:
             problems.append(f"alert to {m.key.path[0]}'s channel failed: {exc}")
     return problems

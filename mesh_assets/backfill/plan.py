@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 
 import dagster as dg
 
 from mesh_assets.backfill.computable import LeftOut, computable
 from mesh_assets.compat import AssetGraph, PartitionsSubset
-from mesh_assets.model.grain import Grain, PartitionKeyError
+from mesh_assets.model.grain import Grain
 
 
 class BackfillError(ValueError):
@@ -33,26 +32,12 @@ def parse_asset_key(name: str, graph: AssetGraph) -> dg.AssetKey:
     return key
 
 
-def _grain(partitions_def: dg.PartitionsDefinition) -> Grain:
-    if isinstance(partitions_def, dg.HourlyPartitionsDefinition):
-        return Grain.HOURLY
-    if isinstance(partitions_def, dg.DailyPartitionsDefinition):
-        return Grain.DAILY
-    raise BackfillError(f"unsupported partitioning {type(partitions_def).__name__}")
-
-
 def partition_bounds(partitions_def: dg.PartitionsDefinition, start: str, end: str) -> dg.PartitionKeyRange:
     """Validated partition keys for ``start``..``end``; a day given for an hourly asset means its 24 hours."""
-    grain = _grain(partitions_def)
-    by_day = grain is Grain.HOURLY
-
-    def parse(key: str) -> datetime:
-        return Grain.DAILY.parse(key) if by_day and len(key) == 10 else grain.parse(key)
-
     try:
-        first = parse(start)
-        last = parse(end) + (timedelta(hours=23) if by_day and len(end) == 10 else timedelta())
-    except PartitionKeyError as exc:
+        grain = Grain.of_partitions(partitions_def)
+        first, last = grain.span(start)[0], grain.span(end)[1]
+    except ValueError as exc:  # PartitionKeyError among them
         raise BackfillError(str(exc)) from None
     if last < first:
         raise BackfillError(f"the range ends ({end}) before it starts ({start})")

@@ -11,16 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mesh_assets.backfill import (
-    BackfillError,
-    BackfillPlan,
-    BackfillProgress,
-    Webserver,
-    WebserverError,
-    backfill_progress,
-    launch_backfill,
-    not_published,
-)
+from mesh_assets.backfill import launch as launching
+from mesh_assets.backfill.plan import BackfillError, BackfillPlan
 from mesh_assets.compat import AssetGraph
 from mesh_assets.settings import get_settings
 
@@ -54,17 +46,18 @@ def plan_and_launch(
     webserver, backfill_id = launched
     if not args.wait:
         return 0
-    return wait_for_backfill(webserver, backfill_id, console, lambda p: not_published(instance, graph, plan, p))
+    unpublished = lambda p: launching.not_published(instance, graph, plan, p)  # noqa: E731
+    return wait_for_backfill(webserver, backfill_id, console, unpublished)
 
 
-def launch(plan: BackfillPlan, console: Console) -> tuple[Webserver, str] | None:
+def launch(plan: BackfillPlan, console: Console) -> tuple[launching.Webserver, str] | None:
     """Launch ``plan`` as one backfill through the webserver of the ``dagster.url`` setting and print its link;
     None (and why) when the webserver did not take it."""
     settings = get_settings().dagster
-    webserver = Webserver(settings.url, settings.timeout_seconds)
+    webserver = launching.Webserver(settings.url, settings.timeout_seconds)
     try:
-        backfill_id = launch_backfill(webserver, plan)
-    except WebserverError as exc:
+        backfill_id = launching.launch_backfill(webserver, plan)
+    except launching.WebserverError as exc:
         console.print(f"[red]error[/red] {exc}; nothing launched", highlight=False)
         return None
     console.print(f"Launched backfill [bold]{backfill_id}[/bold] through {webserver.url}")
@@ -91,10 +84,10 @@ def print_plan(plan: BackfillPlan, console: Console) -> None:
 
 
 def wait_for_backfill(
-    webserver: Webserver,
+    webserver: launching.Webserver,
     backfill_id: str,
     console: Console,
-    unpublished: Callable[[BackfillProgress], dict[str, list[str]]],
+    unpublished: Callable[[launching.BackfillProgress], dict[str, list[str]]],
     interval: float = 2.0,
 ) -> int:
     """Follow the backfill through the webserver until it ends; 0 when it published everything, else 1 with
@@ -102,10 +95,10 @@ def wait_for_backfill(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console) as progress:
-            state = backfill_progress(webserver, backfill_id)
+            state = launching.backfill_progress(webserver, backfill_id)
             task = progress.add_task(state.status, total=state.total or None)
             while True:
-                state = backfill_progress(webserver, backfill_id)
+                state = launching.backfill_progress(webserver, backfill_id)
                 progress.update(
                     task,
                     completed=state.done + state.failed,
@@ -115,7 +108,7 @@ def wait_for_backfill(
                 if state.finished:
                     break
                 time.sleep(interval)
-    except WebserverError as exc:
+    except launching.WebserverError as exc:
         console.print(f"[red]error[/red] {exc}; the backfill goes on without `--wait`", highlight=False)
         return 1
     ok = state.status in ("COMPLETED", "COMPLETED_SUCCESS") and not state.failed

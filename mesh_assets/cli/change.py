@@ -64,7 +64,7 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
 
     settings = get_settings()
     entries = mesh_catalog(retry=True)
-    work = side_of("working tree", entries, tool_tables())
+    work = side_of("working tree", entries, tool_tables(settings.domains_dir))
     errors = validate_catalog(entries, graph=work.graph)
     if errors:
         return [str(e) for e in errors] + ["the working tree does not pass governance (mesh validate): nothing planned"]

@@ -17,7 +17,7 @@ from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_al
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
 from mesh_assets.graph.resolve import MeshGraph
-from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings
+from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -109,14 +109,16 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
     write, or whose marker line was removed, is left as it is.
     """
     settings = get_settings()
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home)))
+    home = Path(os.environ.get("DAGSTER_HOME") or settings.dagster_home)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     wanted = instance_yaml(kind or settings.instance, settings)
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
         config.write_text(wanted)
-    return dg.DagsterInstance.get()
+    # Dagster's public way to an instance reads DAGSTER_HOME; it is set only for that call, not for the process.
+    with scoped_environ({"DAGSTER_HOME": str(home)}):
+        return dg.DagsterInstance.get()
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
@@ -144,7 +146,7 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
-    graph = catalog_graph(entries, tool_tables())
+    graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
     errors = validate_catalog(entries, only=only, graph=graph)
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
@@ -250,21 +252,7 @@ def cmd_rebuild(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
-    from datetime import UTC, datetime
+    """The example's simulated ingestion (``mesh_examples``): only the example mesh has it."""
+    from mesh_examples.commands import ingest
 
-    from mesh_assets.storage.resource import MeshResource
-    from mesh_examples.landing import ingest_hours
-
-    try:
-        start = datetime.strptime(args.start, "%Y-%m-%dT%H").replace(tzinfo=UTC)
-    except ValueError:
-        console.print(f"[red]error[/red] --start {args.start!r}: expected YYYY-MM-DDTHH", highlight=False)
-        return 2
-    if not 1 <= args.hours <= 24 * 366:
-        console.print(f"[red]error[/red] --hours {args.hours}: expected 1..8784", highlight=False)
-        return 2
-    mesh = MeshResource()
-    landed = ingest_hours(mesh.spark, mesh.registry, start, args.hours)
-    for hour in landed:
-        console.print(f"landed central.raw_order_events {hour:%Y-%m-%d %H}:00 UTC")
-    return 0
+    return ingest(args, console)

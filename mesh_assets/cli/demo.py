@@ -19,15 +19,15 @@ from mesh_assets.cli.capture import output_to
 from mesh_assets.settings import get_settings
 
 if TYPE_CHECKING:
-    from mesh_assets.cli.progress import DemoProgress
+    from mesh_examples.progress import DemoProgress
     from mesh_examples.run import AssetSummary
 
 
 def run_demo_command(args: argparse.Namespace, console: Console, instance_for: Callable[[], dg.DagsterInstance]) -> int:
     """Run the demo with its logs in the log file (on the screen with ``--verbose``); 1 when anything failed."""
-    from mesh_assets.cli.progress import DemoProgress
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.storage.resource import MeshResource
+    from mesh_examples.progress import DemoProgress
     from mesh_examples.run import DEMO_START, run_demo
 
     log = get_settings().home / "logs" / "demo.log"

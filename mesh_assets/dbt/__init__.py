@@ -1,7 +1,8 @@
 """dbt models as Mesh data products: same Spark session, same warehouse, same asset graph.
 
 The names below are imported on first use: every code location reads the dbt catalog
-(:mod:`mesh_assets.dbt.catalog`), and only the dbt one should pay for importing dbt and dagster-dbt.
+(:mod:`mesh_assets.dbt.catalog`), and only those of domains that own dbt models pay for importing dbt and
+dagster-dbt.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""The dbt project as Mesh assets: one multi-asset over every dbt model, daily-partitioned like the mesh.
+"""A domain's dbt models as Mesh assets, built by the domain's own code location, daily-partitioned like the mesh.
 
+- one dbt project; each domain owns the models whose ``meta.domain`` (else their folder) names it, and its
+  code location builds them: one multi-asset per first partition (a model's ``meta.start_date``, else the
+  domain's ``domain.yaml``), which is usually one per domain;
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
 - a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'``; a range is one
   run (``BackfillPolicy.single_run()``);
@@ -13,6 +16,7 @@
 
 import sys
 import warnings
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,11 +24,12 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
-from mesh_assets.dbt.nodes import DBT_START, model_domain
+from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
+from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
-from mesh_assets.model.grain import Grain
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
@@ -42,9 +47,13 @@ class DbtRunConfig(dg.Config):
     full_refresh: bool = False
 
 
-def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
-    if kind == "source":
-        return sorted({(s["schema"], s["name"]) for s in manifest["sources"].values()})
+def sources_read(manifest: dict[str, Any], models: set[str]) -> list[tuple[str, str]]:
+    """The ``(schema, name)`` of the dbt sources the ``models`` (unique ids) read."""
+    read = {parent for uid in models for parent in (manifest["nodes"][uid].get("depends_on") or {}).get("nodes", [])}
+    return sorted({(s["schema"], s["name"]) for uid, s in manifest["sources"].items() if uid in read})
+
+
+def _models(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     return sorted(
         {
             (model_domain(n), n["alias"] or n["name"])
@@ -54,19 +63,21 @@ def _tables(manifest: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     )
 
 
-def register_tables(mesh: MeshResource, manifest: dict[str, Any]) -> None:
-    """Make dbt's sources and its existing models resolvable as ``<domain>.<table>`` in Mesh's session.
+def register_tables(mesh: MeshResource, manifest: dict[str, Any], models: set[str]) -> None:
+    """Make the dbt sources ``models`` read, and every existing model, resolvable as ``<domain>.<table>`` in
+    Mesh's session.
 
-    Sources must have been published; models are registered when their Delta table exists, so dbt's
-    ``is_incremental()`` sees them and the models reading them read what was published.
+    Those sources must have been published (another domain's models may read sources not published yet); models
+    are registered when their Delta table exists, so dbt's ``is_incremental()`` sees them and the models reading
+    them read what was published.
     """
     spark, registry = mesh.spark, mesh.registry
-    for schema, name in _tables(manifest, "source"):
+    for schema, name in sources_read(manifest, models):
         try:
             registry.register(spark, check_identifier(schema), check_identifier(name))
         except TableNotFoundError as exc:
             raise dg.Failure(description=f"dbt source {schema}.{name} has never been published: {exc}") from None
-    for domain, name in _tables(manifest, "model"):
+    for domain, name in _models(manifest):
         if registry.exists(spark, domain, name):
             registry.register(spark, domain, name)
 
@@ -77,6 +88,7 @@ def unready_models(
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
+    from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.graph.isolate import catalog_tables, discover_all
     from mesh_assets.graph.resolve import MeshGraph
     from mesh_assets.model.product import Input
@@ -84,10 +96,10 @@ def unready_models(
 
     settings = mesh.settings
     entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
-    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables()])
+    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=domains_defaults(settings.domains_dir))])
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
-    part = PartitionRange.from_keys(Grain.DAILY, rng.start, rng.end)
+    part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
     out: dict[dg.AssetKey, dict[str | None, list[str]]] = {}
     for key in sorted(context.selected_asset_keys):
         reads = []
@@ -105,15 +117,51 @@ def unready_models(
 
 
 def window_vars(context: dg.AssetExecutionContext) -> dict[str, str]:
+    """The run's days as dbt's models read them (``var('min_date')`` .. ``var('max_date')``, inclusive)."""
     rng = context.partition_key_range
-    return {"min_date": date.fromisoformat(rng.start).isoformat(), "max_date": date.fromisoformat(rng.end).isoformat()}
+    days = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
+    return {"min_date": days.start.date().isoformat(), "max_date": days.end.date().isoformat()}
 
 
-def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.AssetsDefinition:
-    """Every dbt model of the project as one daily-partitioned, single-run-backfilled multi-asset."""
+def build_dbt_assets(
+    domain: str,
+    defaults: Mapping[str, DomainDefaults],
+    project: DbtProject | None = None,
+    manifest_path: Path | None = None,
+) -> list[dg.AssetsDefinition]:
+    """The dbt models ``domain`` owns as daily-partitioned, single-run-backfilled multi-assets, one per first
+    partition (``defaults``: every domain's, for the first partitions and owners of the models); none when the
+    domain owns no model."""
     project = project or mesh_dbt_project()
     manifest = load_manifest(manifest_path or Path(project.manifest_path))
-    translator = MeshDbtTranslator()
+    by_start: dict[date, list[str]] = {}
+    for node in models_of(manifest, domain):
+        by_start.setdefault(model_start(node, defaults), []).append("fqn:" + ".".join(node["fqn"]))
+    name = f"{check_identifier(domain)}__dbt_models"
+    return [
+        _dbt_models(
+            f"{name}_{start:%Y%m%d}" if len(by_start) > 1 else name,
+            start,
+            " ".join(select),
+            project,
+            manifest,
+            defaults,
+        )
+        for start, select in sorted(by_start.items())
+    ]
+
+
+def _dbt_models(
+    name: str,
+    start: date,
+    select: str,
+    project: DbtProject,
+    manifest: dict[str, Any],
+    defaults: Mapping[str, DomainDefaults],
+) -> dg.AssetsDefinition:
+    """The models ``select`` names, whose first partition is ``start``, as one multi-asset."""
+    partitions_def = DBT_GRAIN.partitions_def(start)
+    translator = MeshDbtTranslator(partitions_def, defaults)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
@@ -122,9 +170,10 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
         @dbt_assets(
             manifest=manifest,
             project=project,
-            name="dbt_models",
+            select=select,
+            name=name,
             dagster_dbt_translator=translator,
-            partitions_def=Grain.DAILY.partitions_def(DBT_START),
+            partitions_def=partitions_def,
             backfill_policy=dg.BackfillPolicy.single_run(),
             pool=DBT_POOL,
         )
@@ -135,7 +184,9 @@ def build_dbt_assets(project: DbtProject | None = None, manifest_path: Path | No
             from mesh_assets.dbt.publish import publish_models
 
             unready = unready_models(context, mesh)
-            register_tables(mesh, manifest)  # creates Mesh's session first: dbt reuses it
+            specs = context.assets_def.specs_by_key
+            selected = {specs[key].metadata[UNIQUE_ID] for key in context.selected_asset_keys}
+            register_tables(mesh, manifest, selected)  # creates Mesh's session first: dbt reuses it
             # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
             # products run after them in this process must get the session back as it was.
             with scoped_conf(mesh.spark, DBT_SESSION_CONF):

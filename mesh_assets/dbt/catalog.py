@@ -7,14 +7,16 @@ assets, for the graph to resolve.
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
+from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.resolve import Table, TableKind
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.lifecycle import Classification
 
 PERSISTED = {"incremental", "table"}
 
@@ -22,7 +24,7 @@ PERSISTED = {"incremental", "table"}
 def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     column = partition_column(config)
     if column and config.get("materialized") == "incremental":
-        return Grain.DAILY, column
+        return DBT_GRAIN, column
     return Grain.NONE, "p_date"
 
 
@@ -50,8 +52,12 @@ def _inputs(manifest: dict[str, Any], node: dict[str, Any]) -> tuple[tuple[str, 
     return tuple(out)
 
 
-def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[Table]:
-    """Every persisted dbt model as a Table (``published`` from its meta; start date of the dbt assets)."""
+def dbt_tables(
+    manifest: dict[str, Any] | Path | None = None, defaults: Mapping[str, DomainDefaults] | None = None
+) -> list[Table]:
+    """Every persisted dbt model as a Table: ``published``, ``product`` and ``owner`` from its meta; its first
+    partition, contacts and classification, where its meta names none, from its domain's ``defaults``."""
+    defaults = defaults or {}
     if not isinstance(manifest, dict):
         manifest = load_manifest(manifest)
     root = project_dir()
@@ -63,17 +69,20 @@ def dbt_tables(manifest: dict[str, Any] | Path | None = None) -> list[Table]:
         meta = node_meta(node)
         grain, column = _partitioning(config)
         domain = model_domain(node)
+        domain_defaults = defaults.get(domain) or DomainDefaults()
         out.append(
             Table(
                 domain=domain,
                 name=node["alias"] or node["name"],
                 product=str(meta.get("product") or domain),
-                owner=str(meta.get("owner") or ""),
+                owner=str(meta.get("owner") or domain_defaults.owner or ""),
                 published=bool(meta.get("published", False)),
                 grain=grain,
                 partition_column=column,
                 kind=TableKind.DBT,
-                start_date=date.fromisoformat(str(meta["start_date"])) if meta.get("start_date") else DBT_START,
+                start_date=model_start(node, defaults),
+                contacts=domain_defaults.contacts or (),
+                classification=Classification(meta.get("classification") or domain_defaults.classification or "l1"),
                 source_file=root / node["original_file_path"],
                 line=None,
                 blocking_checks=blocking_tests(manifest, node["unique_id"]),

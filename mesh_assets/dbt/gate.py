@@ -21,8 +21,8 @@ from sqlglot.errors import ParseError
 
 from mesh_assets.dbt.audit import TestOutcome, audit
 from mesh_assets.dbt.compiled import DbtModel
+from mesh_assets.dbt.nodes import DBT_GRAIN
 from mesh_assets.graph.queries import NotAQuery, parse_query
-from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 from mesh_assets.storage.writer import WriteResult, commit, partition_counts, stage
@@ -144,13 +144,13 @@ def gate_model(
         if not publish or (whole_table and len(publish) < len(keys)):
             return run
         location = registry.location(*model.key.path)
-        info = {"commit_info": {**commit_info, "asset": model.ref}, "name": model.ref}
+        info = {"commit_info": {**commit_info, "asset": model.ref}, "name": model.ref, "s3": registry.s3}
         if model.materialized == "table" or (full_refresh and registry.exists(spark, *model.key.path)):
             # The whole table: an existing table keeps its partitioning; Delta refuses a changed schema.
             total = None if counts is None else {"*": sum(counts.values())}
             run.result = commit(spark, staged, location, partition_column=None, partitions=None, counts=total, **info)
         else:
-            values = [Grain.DAILY.parse(k) for k in publish] if len(publish) < len(keys) else None
+            values = [DBT_GRAIN.parse(k) for k in publish] if len(publish) < len(keys) else None
             run.result = commit(
                 spark, staged, location, partition_column=column, partitions=part, publish=values, counts=counts, **info
             )

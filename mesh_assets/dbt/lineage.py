@@ -1,9 +1,9 @@
 """OpenLineage events for dbt models, as for every other product: one run per model and Dagster run.
 
 A model's events carry the same facets as a product's: the partition window, the Delta version published,
-the owner (``meta.owner``), its ``<domain>.<table>`` name, schema, row count, its dbt tests as data-quality
-assertions, its compiled SQL and file, and column lineage read from the compiled SQL by sqlglot (with the
-input tables' columns from Spark's analysis of the same SQL).
+the owner (its asset's: ``meta.owner``, else its domain's), its ``<domain>.<table>`` name, schema, row count,
+its dbt tests as data-quality assertions, its compiled SQL and file, and column lineage read from the compiled
+SQL by sqlglot (with the input tables' columns from Spark's analysis of the same SQL).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun
-from mesh_assets.dbt.nodes import node_meta
+from mesh_assets.dbt.nodes import DBT_GRAIN
 from mesh_assets.dbt.project import project_dir
 from mesh_assets.graph.queries import parse_query, query_tables
 from mesh_assets.lineage.capture import query_columns
 from mesh_assets.lineage.events import RunDescription
 from mesh_assets.lineage.plan import normalize
 from mesh_assets.lineage.run import run_events, spark_version, window
-from mesh_assets.model.grain import Grain
 from mesh_assets.storage.resource import MeshResource
 
 
@@ -60,10 +59,10 @@ def describe_model(
         output_location=mesh.registry.location(domain, table),
         declared_inputs=list(inputs.values()),
         sql=model.sql,
-        partitions=("daily", rng.start, rng.end, list(context.partition_keys)),
+        partitions=(DBT_GRAIN.name, rng.start, rng.end, list(context.partition_keys)),
         engine_version=spark_version(),
-        window=window(Grain.DAILY, rng.start, rng.end),
-        owner=str(node_meta(node).get("owner") or "") or None,
+        window=window(DBT_GRAIN, rng.start, rng.end),
+        owner=next(iter(context.assets_def.specs_by_key[model.key].owners), None),
         source=("sql", model.sql) if model.sql else None,
         source_file=project_dir() / path if path else None,
         table_names={normalize(loc): ref for ref, loc in inputs.items()},

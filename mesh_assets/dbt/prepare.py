@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 from mesh_assets.dbt.project import prepare
+from mesh_assets.settings import MeshSettings
 
 
 def main() -> int:
-    path = prepare()
+    path = prepare(MeshSettings().warehouse_uri)  # this process's entry point reads the configuration
     print(f"dbt manifest written to {path}")
     return 0
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mesh_assets.settings import get_settings, project_root
+from mesh_assets.settings import project_root, scoped_environ
 
 if TYPE_CHECKING:
     from dagster_dbt import DbtProject
@@ -58,27 +56,12 @@ def mesh_dbt_project() -> DbtProject:
     return _project(str(project_dir()), dbt_target())
 
 
-def dbt_env(warehouse: str | None = None) -> dict[str, str]:
+def dbt_env(warehouse: str) -> dict[str, str]:
     """What dbt needs from Mesh: the warehouse root its tables must land under."""
-    return {WAREHOUSE_ENV: (warehouse or get_settings().warehouse_uri).rstrip("/")}
+    return {WAREHOUSE_ENV: warehouse.rstrip("/")}
 
 
-@contextmanager
-def scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
-    """Environment variables set for the block only (dbt reads its configuration from them)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def prepare(warehouse: str | None = None) -> Path:
+def prepare(warehouse: str) -> Path:
     """Parse the project in-process and write ``target/manifest.json`` (no Spark, no downloads)."""
     from dbt.cli.main import dbtRunner
 

@@ -18,7 +18,7 @@ from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun, gate_model
 from mesh_assets.dbt.lineage import model_lineage
-from mesh_assets.model.grain import Grain
+from mesh_assets.dbt.nodes import DBT_GRAIN
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.record import published_metadata
 from mesh_assets.storage.resource import MeshResource
@@ -101,7 +101,7 @@ def publish_models(
     ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready; ``nodes`` the
     manifest's nodes by unique id (owner and file of each model's lineage events)."""
     keys = context.partition_key_range
-    part = PartitionRange.from_keys(Grain.DAILY, keys.start, keys.end)
+    part = PartitionRange.from_keys(DBT_GRAIN, keys.start, keys.end)
     window = f"{keys.start}..{keys.end}"
     runs: dict[str, ModelRun] = {}
     for model in models:

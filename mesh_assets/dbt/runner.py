@@ -17,7 +17,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator
 
 from mesh_assets.compat import dbt_invocation_params
-from mesh_assets.dbt.project import scoped_environ
+from mesh_assets.settings import scoped_environ
 
 # dbt keeps global state (flags, event manager, adapter registry): one in-process invocation at a time.
 _dbt_lock = threading.Lock()

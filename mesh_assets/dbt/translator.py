@@ -9,20 +9,26 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import DBT_START, model_domain, node_meta, partition_column
-from mesh_assets.model.grain import Grain
+from mesh_assets.dbt.nodes import model_domain, node_meta, partition_column
+from mesh_assets.model.defaults import DomainDefaults
 
 DBT_KINDS = {"dbt", "spark", "delta"}
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):
     """Mesh's standard asset shape for dbt models; dbt tests become (blocking on ``error``) asset checks,
-    partitioned like the models, since Mesh runs each test on each partition's rows before publishing it."""
+    partitioned like the models (``partitions_def``), since Mesh runs each test on each partition's rows before
+    publishing it. A model whose meta names no owner has its domain's (``defaults``)."""
 
-    partitions_def = Grain.DAILY.partitions_def(DBT_START)
-
-    def __init__(self, settings: DagsterDbtTranslatorSettings | None = None):
+    def __init__(
+        self,
+        partitions_def: dg.PartitionsDefinition | None,
+        defaults: Mapping[str, DomainDefaults] | None = None,
+        settings: DagsterDbtTranslatorSettings | None = None,
+    ):
         super().__init__(settings or DagsterDbtTranslatorSettings(enable_asset_checks=True))
+        self.partitions_def = partitions_def
+        self.defaults = defaults or {}
 
     def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         if dbt_resource_props["resource_type"] == "source":
@@ -39,6 +45,8 @@ class MeshDbtTranslator(DagsterDbtTranslator):
 
     def get_owners(self, dbt_resource_props: Mapping[str, Any]) -> Sequence[str] | None:
         owner = node_meta(dbt_resource_props).get("owner")
+        if not owner and (domain := self.defaults.get(model_domain(dbt_resource_props))) is not None:
+            owner = domain.owner
         if owner:
             return [owner] if isinstance(owner, str) else list(owner)
         return super().get_owners(dbt_resource_props)

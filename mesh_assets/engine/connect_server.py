@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 
 from mesh_assets.engine.session import spark_conf
-from mesh_assets.settings import MeshSettings, get_settings
+from mesh_assets.settings import MeshSettings
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--master", default="local[*]", help="where the server's executors run")
     args = parser.parse_args(argv)
-    command = server_command(get_settings(), host=args.host, port=args.port, master=args.master)
+    # This process's own entry point: it reads the configuration once and passes it on.
+    command = server_command(MeshSettings(), host=args.host, port=args.port, master=args.master)
     return subprocess.run(command, env=server_env(), check=False).returncode
 
 

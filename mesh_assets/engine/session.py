@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mesh_assets.engine.jars import cached, cached_extra
-from mesh_assets.settings import MeshSettings, get_settings
+from mesh_assets.settings import MeshSettings, scoped_environ
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,26 +116,26 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def get_spark(settings: MeshSettings | None = None) -> SparkSession:
+def get_spark(settings: MeshSettings) -> SparkSession:
     """The process's SparkSession, created on first call with the settings' master and configuration."""
     global _session
     with _lock:
         if _session is None:
             from pyspark.sql import SparkSession
 
-            settings = settings or get_settings()
             builder = SparkSession.builder.appName(settings.spark.app_name)
-            if settings.spark.master.startswith("local"):
-                # Spark's web UI binds to SPARK_LOCAL_IP, or to every interface without it; in local mode
-                # nothing outside this machine needs the driver (set SPARK_LOCAL_IP to override).
-                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Spark's web UI binds to SPARK_LOCAL_IP, or to every interface without it; in local mode nothing
+            # outside this machine needs the driver (set SPARK_LOCAL_IP to override). The JVM reads it when
+            # it starts, so it is set only while the session starts the JVM.
+            local = {"SPARK_LOCAL_IP": "127.0.0.1"} if settings.spark.master.startswith("local") else {}
             if settings.spark.master.startswith("sc://"):
                 builder = builder.remote(settings.spark.master)
             else:
                 builder = builder.master(settings.spark.master)
             for key, value in spark_conf(settings).items():
                 builder = builder.config(key, value)
-            _session = builder.getOrCreate()
+            with scoped_environ(local, keep=True):
+                _session = builder.getOrCreate()
             if not settings.spark.master.startswith("sc://"):
                 _configure(_session, settings.spark.log_level, settings.uses_s3a)
         return _session

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mesh_assets.graph.yaml_lines import Lines
-
-
-def component_type(path: Path) -> str | None:
-    """The ``type:`` of the component a ``defs.yaml`` declares (``None`` if it declares none or is unreadable;
-    a file that is not a product is left to Dagster)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
-        return None
-    return data.get("type") if isinstance(data, dict) else None
 
 
 def within(data: dict[str, Any], lines: Lines, at: tuple[str, ...]) -> tuple[Any, Lines]:

@@ -1,11 +1,14 @@
 """Discovery: every ``domains/<domain>/`` folder is scanned; one file per product, no registration.
 
-Python files contribute the :class:`Product` objects they define; YAML files are declarative products.
-Every problem is collected as a :class:`SpecError` naming the file, line and field.
+Python files contribute the :class:`Product` objects they define; ``defs/<name>/defs.yaml`` components (and
+plain YAML files) are declarative products. Every product inherits the domain's defaults (``domain.yaml``)
+for the fields it does not set. Every problem is collected as a :class:`SpecError` naming the file, line and
+field.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -15,8 +18,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mesh_assets.graph import component_specs, yaml_lines
+from mesh_assets.graph.defaults import DEFAULTS_FILE, load_defaults
 from mesh_assets.graph.rules import product_errors
+from mesh_assets.graph.spec_errors import pydantic_errors, read_spec
 from mesh_assets.model.author import Product, loading
+from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.names import IDENTIFIER
 from mesh_assets.model.product import DataProduct
@@ -40,34 +46,6 @@ def domain_folders(domains_dir: Path) -> list[Path]:
 TRANSFORMATION_FIELDS = {"kind", "inputs", "sql", "sql_file", "range_aware", "line"}
 
 
-def _yaml_loc(loc: tuple) -> tuple:
-    """A model error location in YAML terms: ``transformations.0.output.table`` -> ``tables.0.table``."""
-    if loc[:1] == ("transformations",):
-        loc = ("tables", *loc[1:])
-        if len(loc) > 2 and loc[2] == "output":
-            loc = loc[:2] + loc[3:]
-    return loc
-
-
-def _pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
-    out = []
-    for err in exc.errors():
-        loc = tuple(
-            p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1])
-        )
-        if yaml_style:
-            loc = _yaml_loc(loc)
-        out.append(
-            SpecError(
-                relative(file),
-                yaml_lines.line_for(lines, loc),
-                ".".join(str(p) for p in loc) or "<product>",
-                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
-            )
-        )
-    return out
-
-
 def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
     """YAML inputs, each with the line it is declared on (a list of inputs, or inputs by name)."""
     if isinstance(inputs, list):
@@ -77,18 +55,20 @@ def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
     return inputs
 
 
-def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[DataProduct], list[SpecError]]:
-    try:
-        data, lines = yaml_lines.load(path)
-    except yaml_lines.SpecRefused as exc:
-        return [], [SpecError(relative(path), None, "", str(exc))]
-    except Exception as exc:  # yaml.YAMLError carries its own line
-        mark = getattr(exc, "problem_mark", None)
-        return [], [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
+def _load_yaml(
+    path: Path, domain: str, defaults: DomainDefaults, component: bool = False
+) -> tuple[list[DataProduct], list[SpecError]]:
+    """A product spec file, or with ``component`` a ``defs.yaml`` whose ``attributes`` are one (a component of
+    another type is Dagster's alone; an unreadable one fails the code location, so it is reported here too)."""
+    data, lines, unreadable = read_spec(path)
+    if unreadable:
+        return [], unreadable
+    if component:
+        if not isinstance(data, dict) or data.get("type") != COMPONENT_TYPE:
+            return [], []
+        data, lines = component_specs.within(data, lines, ("attributes",))
     if not isinstance(data, dict):
         return [], [SpecError(relative(path), 1, "", "a product spec must be a YAML mapping")]
-    if at:
-        data, lines = component_specs.within(data, lines, at)
     if data.get("domain", domain) != domain:
         return [], [
             SpecError(
@@ -128,12 +108,12 @@ def _load_yaml(path: Path, domain: str, at: tuple[str, ...] = ()) -> tuple[list[
         {**e, "line": lines.get(("external", i))} if isinstance(e, dict) else e
         for i, e in enumerate(data.get("external") or [])
     ]
-    fields = {k: v for k, v in data.items() if k not in {"tables", "external"}}
+    fields = defaults.under({k: v for k, v in data.items() if k not in {"tables", "external"}})
     fields.update(domain=domain, transformations=transformations, external=external, source_file=path, line=1)
     try:
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
-        return [], errors + _pydantic_errors(exc, path, lines, yaml_style=True)
+        return [], errors + pydantic_errors(exc, path, lines, yaml_style=True)
     return ([product] if not errors else []), errors + product_errors(product, lines)
 
 
@@ -159,25 +139,47 @@ def _through(cache: YamlCache | None, folder: Path, path: Path, load: Callable[[
     return products, errors
 
 
-def _load_components(folder: Path, cache: YamlCache | None = None) -> Loaded:
+def _load_components(folder: Path, defaults: DomainDefaults, cache: YamlCache | None = None) -> Loaded:
     """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
     validated (and reported with file, line and field) exactly as a product's YAML file is."""
     products: list[DataProduct] = []
     errors: list[SpecError] = []
 
-    def load(path: Path) -> Loaded:
-        if component_specs.component_type(path) != COMPONENT_TYPE:
-            return [], []  # another kind of component: Dagster's to load
-        return _load_yaml(path, folder.name, at=("attributes",))
-
     for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
-        loaded = _through(cache, folder, path, lambda path=path: load(path))
+        loaded = _through(
+            cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults, component=True)
+        )
         products.extend(loaded[0])
         errors.extend(loaded[1])
     return products, errors
 
 
-def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecError]]:
+def product_lines(path: Path) -> tuple[dict[str, int], int | None]:
+    """Where a Python file's products are made, read from its syntax tree once: the line of the statement
+    binding each module-level name, and the line of the file's ``Product(...)`` call when it has exactly one
+    (products made in a loop). Reading the source rather than the call stack keeps ``Product()`` free of
+    stack inspection."""
+    names: dict[str, int] = {}
+    calls: list[int] = []
+    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and (target.id not in names or node.lineno < names[target.id]):
+                    names[target.id] = node.lineno
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "Product":
+                calls.append(node.lineno)
+        pending.extend(ast.iter_child_nodes(node))
+    return names, calls[0] if len(calls) == 1 else None
+
+
+def _load_python(path: Path, domain: str, defaults: DomainDefaults) -> tuple[list[DataProduct], list[SpecError]]:
     module_name = f"mesh_domains.{domain}.{path.stem}"
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -196,16 +198,21 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
-    here = path.resolve()
-    for value in vars(module).values():
-        if not isinstance(value, Product) or (value.source_file != path and value.source_file.resolve() != here):
-            continue
-        fields = {**value.spec_fields(), "source_file": path, "line": value.line}
+    mine: dict[int, tuple[str, Product]] = {}  # a product under two names is one product, named first
+    for key, value in vars(module).items():
+        if isinstance(value, Product) and value.source_file == path:
+            mine.setdefault(id(value), (key, value))
+    if not mine:
+        return products, errors
+    named, only_call = product_lines(path)
+    for name, value in mine.values():
+        line = named.get(name, only_call)
+        fields = {**defaults.under(value.spec_fields()), "source_file": path, "line": line}
         if fields.setdefault("domain", domain) != domain:
             errors.append(
                 SpecError(
                     relative(path),
-                    value.line,
+                    line,
                     "domain",
                     f"product says domain {fields['domain']!r} but lives in domains/{domain}/",
                 )
@@ -214,13 +221,13 @@ def _load_python(path: Path, domain: str) -> tuple[list[DataProduct], list[SpecE
         try:
             product = DataProduct.model_validate(fields)
         except ValidationError as exc:
-            lines = {(): value.line}
+            lines = {(): line}
             lines.update({("transformations", i): t["line"] for i, t in enumerate(value.transformations)})
-            errors.extend(_pydantic_errors(exc, path, lines, yaml_style=False))
+            errors.extend(pydantic_errors(exc, path, lines, yaml_style=False))
             continue
         products.append(product)
         at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
-        errors.extend(product_errors(product, {(): value.line, **at}))
+        errors.extend(product_errors(product, {(): line, **at}))
     return products, errors
 
 
@@ -232,25 +239,29 @@ def load_domain(
     folder: Path, on_file: Callable[[Path], object] = lambda path: None, cache: YamlCache | None = None
 ) -> DomainSpecs:
     """Load every product in one domain folder, collecting all errors instead of stopping at the first;
-    ``on_file`` hears of each file before it is loaded. YAML products found in ``cache`` are taken from it, and
-    those read are added to it; Python files always run (their products are the code)."""
+    ``on_file`` hears of each file before it is loaded. A domain whose defaults file does not validate is
+    reported alone: every product would inherit from it. YAML products found in ``cache`` are taken from it,
+    and those read are added to it; Python files always run (their products are the code)."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
         return specs
-    specs.products, specs.errors = _load_components(folder, cache)
+    defaults, specs.errors = load_defaults(folder)
+    if specs.errors:
+        return specs
+    specs.products, specs.errors = _load_components(folder, defaults, cache)
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python
-        elif path.suffix in {".yaml", ".yml"}:
+        elif path.suffix in {".yaml", ".yml"} and path.name != DEFAULTS_FILE:
             load = _load_yaml
         else:
             continue
         on_file(path)
         if load is _load_yaml:
-            products, errors = _through(cache, folder, path, lambda path=path: _load_yaml(path, folder.name))
+            products, errors = _through(cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults))
         else:
-            products, errors = load(path, folder.name)
+            products, errors = load(path, folder.name, defaults)
         specs.products.extend(products)
         specs.errors.extend(errors)
     return specs

@@ -12,7 +12,6 @@ DataFrame; the platform checks and writes it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,7 +26,10 @@ _LOADING: ContextVar[Path | None] = ContextVar("mesh_product_file", default=None
 
 @contextmanager
 def loading(path: Path) -> Iterator[None]:
-    """Products created while ``path`` is being loaded belong to it (discovery loads one file at a time)."""
+    """Products created while ``path`` is being loaded belong to it (discovery loads one file at a time).
+
+    This is how a product knows its file without inspecting the call stack; its line is the line of the
+    statement that names it, which discovery reads from the file's syntax tree once per file."""
     token = _LOADING.set(path)
     try:
         yield
@@ -44,17 +46,24 @@ def chat(channel: str) -> Contact:
 
 
 class Product:
-    """Collects a product's fields and transformations; validated into a DataProduct at discovery."""
+    """Collects a product's fields and transformations; validated into a DataProduct at discovery.
+
+    ``owner``, ``contacts``, ``tier``, ``classification`` and ``start_date`` default to the domain's
+    (``domains/<domain>/domain.yaml``); a product that gives one keeps its own.
+
+    ``source_file`` is the file discovery was loading when the product was made (None outside discovery,
+    where a product is never validated).
+    """
 
     def __init__(
         self,
         name: str,
         *,
-        owner: str,
-        contacts: Iterable[Contact | Mapping[str, str]],
+        owner: str | None = None,
+        contacts: Iterable[Contact | Mapping[str, str]] | None = None,
         description: str = "",
-        tier: str = "t3",
-        classification: str = "l1",
+        tier: str | None = None,
+        classification: str | None = None,
         status: str = "active",
         sunset: date | str | None = None,
         tags: Mapping[str, str] | None = None,
@@ -65,16 +74,10 @@ class Product:
         domain: str | None = None,
         engine: str | None = None,
     ) -> None:
-        caller = sys._getframe(1)  # one frame up, for the line; not the whole stack with its source files
-        self.source_file = _LOADING.get() or Path(caller.f_code.co_filename)
-        self.line = caller.f_lineno
+        self.source_file = _LOADING.get()
         self.fields: dict[str, Any] = {
             "name": name,
-            "owner": owner,
-            "contacts": list(contacts),
             "description": description,
-            "tier": tier,
-            "classification": classification,
             "status": status,
             "sunset": sunset,
             "tags": dict(tags or {}),
@@ -82,8 +85,11 @@ class Product:
             "rerun_history": rerun_history,
             "external": list(external),
         }
-        if start_date is not None:
-            self.fields["start_date"] = start_date
+        # Left out when not given: the domain's defaults (domain.yaml) fill them, else the model's own defaults.
+        given = {"owner": owner, "tier": tier, "classification": classification, "start_date": start_date}
+        self.fields.update({k: v for k, v in given.items() if v is not None})
+        if contacts is not None:
+            self.fields["contacts"] = list(contacts)
         if domain is not None:
             self.fields["domain"] = domain
         if engine is not None:

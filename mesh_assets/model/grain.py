@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Annotated, Any, ClassVar
 
 import dagster as dg
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 DATE, REGION = "date", "region"
 """The dimensions of a date-by-region table's Dagster partitions."""
@@ -85,6 +85,15 @@ class Grain:
                 return grain
         raise ValueError(f"partitioning must be 'daily', 'hourly' or 'none', not {value!r}")
 
+    @classmethod
+    def of_partitions(cls, partitions_def: dg.PartitionsDefinition) -> Grain:
+        """The grain of a Dagster time-partitions definition (hourly or daily); any other is refused."""
+        if isinstance(partitions_def, dg.HourlyPartitionsDefinition):
+            return cls.HOURLY
+        if isinstance(partitions_def, dg.DailyPartitionsDefinition):
+            return cls.DAILY
+        raise ValueError(f"unsupported partitioning {type(partitions_def).__name__}")
+
     @property
     def partitioned(self) -> bool:
         return self.step is not None
@@ -106,6 +115,25 @@ class Grain:
             return value
         except (ValueError, TypeError):
             raise PartitionKeyError(f"invalid {self.name} partition key {key!r}") from None
+
+    def span(self, key: str) -> tuple[datetime, datetime]:
+        """The first and last partitions of this grain that ``key`` names: its own key names one, and for an
+        hourly grain a day's key (``2024-02-29``) names that day's 24 hours."""
+        if self is Grain.HOURLY:
+            try:
+                day = Grain.DAILY.parse(key)
+            except PartitionKeyError:
+                pass
+            else:
+                return day, self.last_within(day, Grain.DAILY)
+        value = self.parse(key)
+        return value, value
+
+    def last_within(self, start: datetime, outer: Grain) -> datetime:
+        """The last partition of this grain inside the ``outer`` partition starting at ``start`` (a day's
+        23:00 hour); ``start`` itself when this grain is as coarse as ``outer``."""
+        assert self.step is not None and outer.step is not None
+        return utc(start) + max(outer.step - self.step, timedelta())
 
     def literal(self, value: datetime) -> date | datetime:
         """The Python value Spark compares the partition column with: a DATE for daily, an aware UTC
@@ -153,5 +181,10 @@ def _grain(value: Any) -> Any:
     return Grain.of(value) if isinstance(value, str | Grain) else value
 
 
-GrainField = Annotated[Grain, BeforeValidator(_grain), PlainSerializer(lambda grain: grain.name, return_type=str)]
+GrainField = Annotated[
+    Grain,
+    BeforeValidator(_grain),
+    PlainSerializer(lambda grain: grain.name, return_type=str),
+    WithJsonSchema({"type": "string", "enum": ["daily", "hourly", "none"]}),
+]
 """A spec field holding a grain: written ``daily`` / ``hourly`` / ``none``, validated into a :class:`Grain`."""

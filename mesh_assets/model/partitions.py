@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 
-from mesh_assets.model.grain import Grain, PartitionKeyError, midnight, utc
+from mesh_assets.model.grain import Grain, PartitionKeyError, utc
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,9 @@ class PartitionRange:
         """The same time span in partitions of ``grain`` (a day's 24 hours, or an hour's day)."""
         if grain is self.grain:
             return self
-        if grain is Grain.HOURLY:
-            return PartitionRange(grain, self.start, self.end + timedelta(hours=23))
-        return PartitionRange(grain, midnight(self.start.date()), midnight(self.end.date()))
+        if grain.step is not None and self.grain.step is not None and grain.step < self.grain.step:
+            return PartitionRange(grain, self.start, grain.last_within(self.end, self.grain))
+        return PartitionRange(grain, grain.floor(self.start), grain.floor(self.end))
 
     def literal(self, value: datetime) -> date | datetime:
         """The Python value Spark compares the partition column with (see :meth:`Grain.literal`)."""

@@ -13,14 +13,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
 from mesh_assets.model.names import Identifier, split_table_ref
+from mesh_assets.model.windows import Window
 from mesh_assets.settings import EngineMode
 
+OWNER_PATTERN = r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$"
+"""An owner as Dagster accepts one: an email address or ``team:<name>``."""
+DEFAULT_START = date(2021, 1, 1)
+"""The first partition of a table whose product, domain defaults and dbt config name none."""
 WriteMode = Literal["overwrite_partition", "full"]
 SchemaPolicy = Literal["additive", "strict"]
 
@@ -42,58 +48,6 @@ class Column(Strict):
     nullable: bool = True
 
 
-class Window(Strict):
-    """Which input partitions one output partition reads.
-
-    ``same``: the same partition; ``last``: the ``n`` partitions ending on it; ``previous``: the ``n``
-    partitions before it (a product reading its own past); ``all``: the whole table.
-    YAML accepts ``same``, ``all``, ``last_7``, ``previous_1``, ``{last: 7}`` or ``{previous: 1}``.
-    """
-
-    kind: Literal["same", "last", "previous", "all"] = "same"
-    n: int = Field(default=1, ge=1, le=3660)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _coerce(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            for kind in ("last", "previous"):
-                if value.startswith(f"{kind}_") and value[len(kind) + 1 :].isdigit():
-                    return {"kind": kind, "n": int(value[len(kind) + 1 :])}
-            return {"kind": value}
-        if isinstance(value, dict) and len(value) == 1 and set(value) <= {"last", "previous"}:
-            [(kind, n)] = value.items()
-            return {"kind": kind, "n": n}
-        return value
-
-    @property
-    def lookback(self) -> int:
-        """Partitions before the current one that are read too."""
-        return {"last": self.n - 1, "previous": self.n}.get(self.kind, 0)
-
-    @property
-    def skips_current(self) -> bool:
-        """The window ends before the partition being computed (``previous``)."""
-        return self.kind == "previous"
-
-
-def same() -> Window:
-    return Window(kind="same")
-
-
-def last(n: int) -> Window:
-    return Window(kind="last", n=n)
-
-
-def previous(n: int = 1) -> Window:
-    """The ``n`` partitions before the one being computed: a product's own past (running totals)."""
-    return Window(kind="previous", n=n)
-
-
-def all_partitions() -> Window:
-    return Window(kind="all")
-
-
 class Input(Strict):
     """A table a transformation reads: its own domain's (``table``) or a published one (``domain.table``)."""
 
@@ -104,7 +58,7 @@ class Input(Strict):
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
     timeout_hours: float | None = Field(default=None, gt=0)
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("table")
     @classmethod
@@ -130,7 +84,7 @@ class Output(Strict):
     table: Identifier
     description: str = ""
     published: bool = False
-    partitioning: GrainField = Grain.DAILY
+    partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     write_mode: WriteMode = "overwrite_partition"
     contract: tuple[Column, ...] | None = None
@@ -169,7 +123,7 @@ class PySparkTransformation(Strict):
     inputs: dict[Identifier, Input] = Field(default_factory=dict)
     fn: Callable[..., Any]
     range_aware: bool = False
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
 
 def _input_key(item: Any) -> str:
@@ -188,7 +142,7 @@ class SqlTransformation(Strict):
     sql: str | None = None
     sql_file: str | None = None
     range_aware: bool = False
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("inputs", mode="before")
     @classmethod
@@ -215,7 +169,7 @@ class ExternalTable(Strict):
     table: Identifier
     description: str = ""
     published: bool = True
-    partitioning: GrainField = Grain.DAILY
+    partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     regions: tuple[Identifier, ...] | None = None
     """Landed per region as well as per day (each region at its own midnight): a day is complete only when
@@ -223,7 +177,7 @@ class ExternalTable(Strict):
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @property
     def name(self) -> str:
@@ -245,7 +199,7 @@ class DataProduct(Strict):
     domain: Identifier
     name: Identifier
     description: str = ""
-    owner: str = Field(pattern=r"^[^@\s]+@[^@\s]+$|^team:[a-z0-9_\-]+$")
+    owner: str = Field(pattern=OWNER_PATTERN)
     tier: Tier = Tier.T3
     classification: Classification = Classification.L1
     status: Status = Status.ACTIVE
@@ -257,14 +211,14 @@ class DataProduct(Strict):
     """Earliest start: a partition is requested only after a tick of this cron since it was last handled."""
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
-    start_date: date = date(2021, 1, 1)
+    start_date: date = DEFAULT_START
     engine: EngineMode | None = None
     """Where the product's runs compute and publish (``session`` or ``submit``); unset, the deployment's
     ``engine.mode``."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
-    line: int | None = None
+    line: SkipJsonSchema[int | None] = None
 
     @field_validator("cron")
     @classmethod

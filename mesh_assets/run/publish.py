@@ -90,6 +90,7 @@ def publish(
             name=table.ref,
             counts=audited.counts,
             schema=schema,
+            s3=registry.s3,
         )
     finally:
         staged.unpersist()

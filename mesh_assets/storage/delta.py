@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.engine.session import is_connect
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import open_table
 
 
@@ -32,9 +32,10 @@ def is_delta_table(spark: SparkSession, location: str) -> bool:
     return True
 
 
-def version_or_none(location: str) -> int | None:
-    """The table's latest version; None when there is no Delta table at ``location``."""
-    table = open_table(location, get_settings().s3)
+def version_or_none(location: str, s3: S3Settings) -> int | None:
+    """The table's latest version; None when there is no Delta table at ``location`` (an object store's reached
+    with ``s3``)."""
+    table = open_table(location, s3)
     return None if table is None else table.version()
 
 
@@ -43,7 +44,7 @@ class CommitNotFound(RuntimeError):
     would record (a materialization's ``delta_version`` and data version) is unknown: refused rather than guessed."""
 
 
-def committed_version(location: str, metadata: str | None, after: int | None = None) -> int:
+def committed_version(location: str, metadata: str | None, s3: S3Settings, after: int | None = None) -> int:
     """The version a write just committed, found by its commit metadata.
 
     A writer of other partitions may have committed after it, so the latest version is not necessarily this
@@ -51,7 +52,7 @@ def committed_version(location: str, metadata: str | None, after: int | None = N
     looked at), else the newest 20 commits are. Without ``metadata`` there is nothing to tell the write's commit
     by, and the latest version is the answer; with it, no matching commit raises :class:`CommitNotFound`.
     """
-    table = open_table(location, get_settings().s3)
+    table = open_table(location, s3)
     if table is None:
         raise FileNotFoundError(f"no Delta table at {location}")
     latest = table.version()

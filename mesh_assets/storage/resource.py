@@ -6,7 +6,6 @@ loads without PySpark. Run-time code reaches configuration through it, not by re
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -19,13 +18,6 @@ if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry
 
 
-@lru_cache(maxsize=8)
-def _registry(warehouse: str) -> TableRegistry:
-    from mesh_assets.storage.tables import TableRegistry
-
-    return TableRegistry(warehouse)
-
-
 class MeshResource(dg.ConfigurableResource):
     """Spark and storage for products; ``warehouse`` overrides the settings' warehouse (tests, tools)."""
 
@@ -35,7 +27,7 @@ class MeshResource(dg.ConfigurableResource):
     def spark(self) -> SparkSession:
         from mesh_assets.engine.session import get_spark
 
-        return get_spark()
+        return get_spark(self.settings)
 
     @property
     def settings(self) -> MeshSettings:
@@ -43,4 +35,12 @@ class MeshResource(dg.ConfigurableResource):
 
     @property
     def registry(self) -> TableRegistry:
-        return _registry(self.warehouse or self.settings.warehouse_uri)
+        from mesh_assets.storage.tables import TableRegistry
+
+        settings = self.settings
+        return TableRegistry(self.warehouse or settings.warehouse_uri, settings.s3)
+
+
+def get_spark() -> SparkSession:
+    """The process's SparkSession with the configured settings (a run's is ``MeshResource.spark``, the same)."""
+    return MeshResource().spark

@@ -8,12 +8,13 @@ one Spark Connect server share that catalog; registering there tolerates another
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.model.names import check_identifier
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import is_delta_table
 
 
@@ -38,6 +39,8 @@ def _registered_location(spark: SparkSession, domain: str, table: str) -> str | 
 @dataclass
 class TableRegistry:
     warehouse: str
+    s3: S3Settings = field(default_factory=S3Settings)
+    """How an object-store warehouse is reached (endpoint, region); a local one needs nothing."""
 
     def location(self, domain: str, table: str) -> str:
         return f"{self.warehouse.rstrip('/')}/{check_identifier(domain)}/{check_identifier(table)}"

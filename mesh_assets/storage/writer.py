@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import committed_version, version_or_none
 from mesh_assets.storage.schema import ADDITIVE, SchemaRule, schema_options
 
@@ -118,7 +119,7 @@ def _about_storage(exc: BaseException) -> bool:
 
 
 def _failed(
-    spark: SparkSession,
+    s3: S3Settings,
     exc: Exception,
     name: str,
     location: str,
@@ -129,7 +130,7 @@ def _failed(
     listed = ", ".join(keys) if len(keys) <= 5 else f"{keys[0]}..{keys[-1]} ({len(keys)} partitions)"
     what = f"{name} partition{'s' if len(keys) > 1 else ''} {listed}" if keys else name
     try:
-        after = version_or_none(location)
+        after = version_or_none(location, s3)
     except Exception:
         after = before
     if after is None:
@@ -143,6 +144,7 @@ def _failed(
 
 def _into_table_created_meanwhile(
     spark: SparkSession,
+    s3: S3Settings,
     writer: DataFrameWriter,
     exc: Exception,
     location: str,
@@ -156,15 +158,15 @@ def _into_table_created_meanwhile(
     with a protocol or metadata conflict even when they wrote different partitions. When the other writer left
     no rows in this write's partitions (``where``), nothing conflicts and the same write commits into its table.
     """
-    created = version_or_none(location)
+    created = version_or_none(location, s3)
     if where is None or not spark.read.format("delta").load(location).where(where).isEmpty():
         rows = "" if where is None else " with rows of the same partitions"
         cause = f"another writer created the table{rows} first ({type(exc).__name__}); re-run to publish"
-        raise _failed(spark, exc, name, location, keys, None, cause) from exc
+        raise _failed(s3, exc, name, location, keys, None, cause) from exc
     try:
         writer.save(location)
     except Exception as again:
-        raise _failed(spark, again, name, location, keys, created) from again
+        raise _failed(s3, again, name, location, keys, created) from again
     return created
 
 
@@ -205,8 +207,9 @@ def commit(
     name: str | None = None,
     counts: Mapping[str, int] | None = None,
     schema: SchemaRule = ADDITIVE,
+    s3: S3Settings,
 ) -> WriteResult:
-    """Publish staged rows in one Delta commit.
+    """Publish staged rows in one Delta commit (an object store's reached with ``s3``).
 
     With ``partitions`` the commit replaces exactly ``publish`` (default: the whole range) and drops staged
     rows of other partitions; without, it replaces the whole table. ``counts`` are the staged rows per
@@ -243,7 +246,7 @@ def commit(
     metadata = json.dumps(commit_info, sort_keys=True) if commit_info else None
     if metadata:
         writer = writer.option("userMetadata", metadata)
-    before = version_or_none(location)
+    before = version_or_none(location, s3)
     if before is not None:  # the published schema decides what this write may change in it
         options = schema_options(
             spark,
@@ -260,13 +263,13 @@ def commit(
         writer.save(location)
     except Exception as exc:
         if before is not None or not isinstance(exc, CREATED_FIRST):
-            raise _failed(spark, exc, name or location, location, keys, before) from exc
+            raise _failed(s3, exc, name or location, location, keys, before) from exc
         ours = (
             replace_predicate(partition_column, partitions, publish)
             if partitions is not None and partition_column
             else None
         )
-        before = _into_table_created_meanwhile(spark, writer, exc, location, name or location, keys, ours)
+        before = _into_table_created_meanwhile(spark, s3, writer, exc, location, name or location, keys, ours)
         again = type(exc).__name__
-    version = committed_version(location, metadata, before)
+    version = committed_version(location, metadata, s3, before)
     return WriteResult(location, version, rows, published, staged.schema, written_again_after=again)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, mesh_dbt_project, prepare
 from mesh_assets.dbt.project import load_manifest
+from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.grain import Grain
 from mesh_assets.settings import get_settings
@@ -23,6 +25,7 @@ from mesh_examples import generator
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORLD_DAYS = 3  # the world fixture lands 2021-06-01 .. 2021-06-03
+ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2021, 6, 3)
 STG = dg.AssetKey(["analytics", "stg_orders"])
 KPIS = dg.AssetKey(["analytics", "city_daily_kpis"])
@@ -34,8 +37,9 @@ DELIVERY_TIMES = dg.AssetKey(["food_delivery", "delivery_times_7_days"])
 def dbt_assets_def() -> dg.AssetsDefinition:
     project = mesh_dbt_project()
     if not project.manifest_path.exists():
-        prepare()
-    return build_dbt_assets(project)
+        prepare(get_settings().warehouse_uri)
+    [models] = build_dbt_assets("analytics", domains_defaults(ROOT / "domains"), project)  # the analytics models
+    return models
 
 
 @pytest.fixture(scope="module")

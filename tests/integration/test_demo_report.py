@@ -14,7 +14,7 @@ from rich.console import Console
 
 from mesh_assets import MeshResource, mesh_definitions, observe_now
 from mesh_assets.cli.demo import report
-from mesh_assets.cli.progress import DemoProgress
+from mesh_examples.progress import DemoProgress
 from mesh_examples.run import materialize_mesh, summarize
 
 pytestmark = pytest.mark.spark

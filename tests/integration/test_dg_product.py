@@ -1,5 +1,5 @@
-"""A product started with ``dg scaffold``, filled in, checked by ``dg check defs`` and Mesh's governance, then
-materialized: two partitions, their exact rows in Delta."""
+"""A product started with ``dg scaffold``, filled in, checked by ``dg check defs`` and ``mesh validate``, then
+materialized by its domain's own code location: two partitions, their exact rows in Delta."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import dagster as dg
 import pytest
 import yaml
 
-from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets import MeshResource, domain_definitions, executable_assets
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.graph.discovery import load_all
-from mesh_assets.graph.validate import validate
+from mesh_assets.cli import main as cli
+from mesh_assets.settings import get_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -29,9 +29,12 @@ def dg_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([ROOT / ".venv/bin/dg", *args], cwd=folder, env=env, capture_output=True, text=True)
 
 
-def test_a_scaffolded_product_checks_and_materializes_two_partitions(spark, tmp_path: Path, monkeypatch) -> None:
+def test_a_scaffolded_product_checks_and_materializes_two_partitions(
+    spark, tmp_path: Path, monkeypatch, capsys
+) -> None:
     folder = tmp_path / "domains" / "sales"
     folder.mkdir(parents=True)
+    (folder / "domain.yaml").write_text("owner: sales-data@example.com\ncontacts: [{kind: chat, value: '#sales'}]\n")
     (folder / "dg.toml").write_text((ROOT / "domains" / "growth" / "dg.toml").read_text().replace("growth", "sales"))
     (folder / "definitions.py").write_text((ROOT / "domains" / "growth" / "definitions.py").read_text())
     (folder / "defs").mkdir()
@@ -56,10 +59,16 @@ def test_a_scaffolded_product_checks_and_materializes_two_partitions(spark, tmp_
     check = dg_cli(folder, "check", "defs")
     assert check.returncode == 0, check.stdout + check.stderr
     monkeypatch.chdir(tmp_path)
-    assert validate(load_all(Path("domains"))) == []
+    monkeypatch.setenv("MESH_PROJECT_ROOT", str(tmp_path))  # a mesh of its own: domains/ here, no dbt project
+    get_settings.cache_clear()
+    try:
+        assert cli.main(["validate"]) == 0, capsys.readouterr().out
+        defs = domain_definitions(folder / "definitions.py")  # what the domain's code server loads
+    finally:
+        get_settings.cache_clear()  # monkeypatch restores the environment after this; the next read re-reads it
+    assert "ok: 1 product(s) in 1 domain(s)" in capsys.readouterr().out
 
     mesh = MeshResource(warehouse=str(tmp_path / f"wh-{uuid.uuid4().hex[:8]}"))
-    defs = mesh_definitions(Path("domains"))
     instance = dg.DagsterInstance.ephemeral()
     for day, rows in SALES.items():
         spark.createDataFrame(

@@ -136,3 +136,66 @@ def test_the_platform_never_imports_the_example():
         for target in imports(path, "mesh_examples")
     ]
     assert reaching == []
+
+
+def calls(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, name)`` of every call in ``path``: ``f(...)`` is ``f``, ``a.b.c(...)`` is ``a.b.c``."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            parts, func = [], node.func
+            while isinstance(func, ast.Attribute):
+                parts.append(func.attr)
+                func = func.value
+            if isinstance(func, ast.Name):
+                yield node.lineno, ".".join([func.id, *reversed(parts)])
+
+
+SETTINGS_READERS = {"mesh_assets.settings", "mesh_assets.definitions", "mesh_assets.storage.resource"}
+"""Where the process's settings are read: the composition root and the resource pass them to the rest."""
+
+
+def test_settings_are_read_by_the_composition_root_the_resource_and_the_command_line_only():
+    readers = [
+        f"{module}:{line}"
+        for module, path in modules(PACKAGE).items()
+        if module not in SETTINGS_READERS and part(module) != "cli"
+        for line, name in calls(path)
+        if name.split(".")[-1] == "get_settings"
+    ]
+    assert readers == []
+
+
+def test_no_module_changes_the_process_environment_for_good():
+    writes = {"os.environ.setdefault", "os.environ.update", "os.environ.pop", "os.putenv"}
+    found = [
+        f"{module}:{line} {name}"
+        for module, path in modules(PACKAGE).items()
+        if module != "mesh_assets.settings"  # scoped_environ: set for a block, put back after it
+        for line, name in calls(path)
+        if name in writes
+    ]
+    assigned = [
+        f"{module}:{node.lineno}"
+        for module, path in modules(PACKAGE).items()
+        if module != "mesh_assets.settings"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == "os.environ" for t in node.targets)
+    ]
+    assert found + assigned == []
+
+
+def test_the_command_line_imports_the_example_only_when_its_commands_run():
+    eager = [
+        f"{module}:{node.lineno}"
+        for module, path in modules(PACKAGE).items()
+        if part(module) == "cli"
+        for node in ast.parse(path.read_text()).body  # module level; imports inside functions run with the command
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(name.split(".")[0] == "mesh_examples" for name in imported_names(node))
+    ]
+    assert eager == []
+
+
+def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]

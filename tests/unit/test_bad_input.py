@@ -52,64 +52,79 @@ def errors() -> list[SpecError]:
 
 
 def test_sql_that_writes_is_refused(errors):
-    assert [e for e in errors if e.file.endswith("writes.yaml")] == [
-        E("writes.yaml", 6, "tables.0.sql", "SQL must be a single read-only query (SELECT ...), not DELETE"),
-        E("writes.yaml", 9, "tables.1.sql", "SQL must be a single query, found 2 statements"),
-        E("writes.yaml", 12, "tables.2.sql", "SQL must be a single read-only query (SELECT ...), not INSERT"),
+    assert [e for e in errors if e.file.endswith("/writes/defs.yaml")] == [
+        E("defs/writes/defs.yaml", 8, "tables.0.sql", "SQL must be a single read-only query (SELECT ...), not DELETE"),
+        E("defs/writes/defs.yaml", 11, "tables.1.sql", "SQL must be a single query, found 2 statements"),
+        E("defs/writes/defs.yaml", 14, "tables.2.sql", "SQL must be a single read-only query (SELECT ...), not INSERT"),
     ]
 
 
 def test_sql_checks_read_only_the_staged_rows(errors):
     # the first check (a query over staged) is fine
-    assert [e for e in errors if e.file.endswith("sql_checks.yaml")] == [
-        E("sql_checks.yaml", 6, "tables.0.checks.1.sql", "SQL must be a single read-only query (SELECT ...), not DROP"),
-        E("sql_checks.yaml", 6, "tables.0.checks.2.sql", "a sql check reads only 'staged', not billing.invoices"),
-        E("sql_checks.yaml", 6, "tables.0.checks.3.sql", "SQL must be a single query, found 2 statements"),
+    assert [e for e in errors if e.file.endswith("/sql_checks/defs.yaml")] == [
+        E(
+            "defs/sql_checks/defs.yaml",
+            8,
+            "tables.0.checks.1.sql",
+            "SQL must be a single read-only query (SELECT ...), not DROP",
+        ),
+        E(
+            "defs/sql_checks/defs.yaml",
+            8,
+            "tables.0.checks.2.sql",
+            "a sql check reads only 'staged', not billing.invoices",
+        ),
+        E("defs/sql_checks/defs.yaml", 8, "tables.0.checks.3.sql", "SQL must be a single query, found 2 statements"),
     ]
 
 
 def test_a_product_cannot_write_another_domains_table(errors):
     assert [e for e in errors if "billing" in e.file or "other_domain" in e.file] == [
         E("billing_invoices.py", 7, "domain", "product says domain 'billing' but lives in domains/sales/"),
-        E("other_domain.yaml", 6, "tables.0.table", f"Value error, invalid identifier 'billing.invoices': {IDENT}"),
+        E(
+            "defs/other_domain/defs.yaml",
+            8,
+            "tables.0.table",
+            f"Value error, invalid identifier 'billing.invoices': {IDENT}",
+        ),
     ]
 
 
 def test_malformed_checks_windows_and_columns_are_refused(errors):
     injected = "DROP TABLE sales.orders"
-    assert [e for e in errors if e.file.endswith("/checks.yaml")] == [
+    assert [e for e in errors if e.file.endswith("/checks/defs.yaml")] == [
         E(
-            "checks.yaml",
-            6,
+            "defs/checks/defs.yaml",
+            8,
             "tables.0.inputs.orders.window.kind",
             "Input should be 'same', 'last', 'previous' or 'all'",
         ),
         E(
-            "checks.yaml",
-            7,
+            "defs/checks/defs.yaml",
+            9,
             "tables.0.partition_column",
             f"Value error, invalid identifier 'p_date; {injected}': {IDENT}",
         ),
         E(
-            "checks.yaml",
-            10,
+            "defs/checks/defs.yaml",
+            12,
             "tables.0.checks.0.accepted_values.column",
             f"Value error, invalid identifier 'kind; DROP TABLE x': {IDENT}",
         ),
-        E("checks.yaml", 11, "tables.0.checks.1.not_null.columns", "Field required"),
-        E("checks.yaml", 11, "tables.0.checks.1.not_null.colums", "unknown field 'colums'"),
+        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.not_null.columns", "Field required"),
+        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.not_null.colums", "unknown field 'colums'"),
         E(
-            "checks.yaml",
-            12,
+            "defs/checks/defs.yaml",
+            14,
             "tables.0.checks.2.row_count.min",
             "Input should be a valid integer, unable to parse string as an integer",
         ),
-        E("checks.yaml", 14, "tables.1.inputs.orders.window.n", "Input should be less than or equal to 3660"),
+        E("defs/checks/defs.yaml", 16, "tables.1.inputs.orders.window.n", "Input should be less than or equal to 3660"),
     ]
 
 
 def test_the_valid_product_next_to_the_bad_ones_is_not_reported(errors):
-    assert not [e for e in errors if e.file.endswith("orders.yaml")]
+    assert not [e for e in errors if e.file.endswith("/orders/defs.yaml")]
 
 
 @pytest.mark.parametrize(

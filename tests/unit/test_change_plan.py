@@ -98,11 +98,11 @@ def partitions(plan: dict) -> dict[str, tuple]:
 
 
 def test_an_additive_change_plans_its_published_partitions_and_every_reader_downstream(repo, capsys):
-    repo.edit("shop/orders.yaml", "SELECT id, amount FROM", "SELECT id, amount, 'EUR' AS currency FROM")
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id, amount, 'EUR' AS currency FROM")
     repo.edit(
-        "shop/orders.yaml",
+        "shop/defs/orders/defs.yaml",
         "{name: amount, type: double}",
-        "{name: amount, type: double}\n      - {name: currency, type: string}",
+        "{name: amount, type: double}\n        - {name: currency, type: string}",
     )
 
     code, plan = plan_json(capsys, "--base", "HEAD")
@@ -139,8 +139,8 @@ def test_an_additive_change_plans_its_published_partitions_and_every_reader_down
 
 
 def test_a_breaking_change_names_its_readers_and_fails_until_it_is_a_new_version(repo, capsys):
-    repo.edit("shop/orders.yaml", "SELECT id, amount FROM", "SELECT id FROM")
-    repo.edit("shop/orders.yaml", "      - {name: amount, type: double}\n", "")
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id FROM")
+    repo.edit("shop/defs/orders/defs.yaml", "        - {name: amount, type: double}\n", "")
 
     assert main.main(["plan", "--base", "HEAD"]) == 1
     out = capsys.readouterr().out
@@ -154,14 +154,14 @@ def test_a_breaking_change_names_its_readers_and_fails_until_it_is_a_new_version
     # The same change as version 2 beside version 1, which is deprecated: nothing published breaks.
     git(repo.root, "checkout", "--", "domains")
     repo.edit(
-        "shop/orders.yaml",
-        "    published: true\n",
-        "    published: true\n    status: deprecated\n    sunset: 2021-12-31\n",
+        "shop/defs/orders/defs.yaml",
+        "      published: true\n",
+        "      published: true\n      status: deprecated\n      sunset: 2021-12-31\n",
     )
-    (repo.domains / "shop" / "orders.yaml").write_text(
-        (repo.domains / "shop" / "orders.yaml").read_text()
-        + "  - table: orders\n    version: 2\n    published: true\n    inputs: [{table: raw_orders}]\n"
-        "    contract: [{name: id, type: bigint}]\n    sql: SELECT id FROM shop.raw_orders\n"
+    (repo.domains / "shop" / "defs" / "orders" / "defs.yaml").write_text(
+        (repo.domains / "shop" / "defs" / "orders" / "defs.yaml").read_text()
+        + "    - table: orders\n      version: 2\n      published: true\n      inputs: [{table: raw_orders}]\n"
+        "      contract: [{name: id, type: bigint}]\n      sql: SELECT id FROM shop.raw_orders\n"
     )
     code, plan = plan_json(capsys, "--base", "HEAD")
     assert code == 0 and plan["refused"] == []
@@ -176,11 +176,11 @@ def test_a_breaking_change_names_its_readers_and_fails_until_it_is_a_new_version
 
 def test_without_a_contract_a_sql_products_query_names_its_columns(repo, capsys):
     repo.edit(
-        "shop/orders.yaml",
-        "    contract:\n      - {name: id, type: bigint}\n      - {name: amount, type: double}\n",
+        "shop/defs/orders/defs.yaml",
+        "      contract:\n        - {name: id, type: bigint}\n        - {name: amount, type: double}\n",
         "",
     )
-    repo.edit("shop/orders.yaml", "SELECT id, amount FROM", "SELECT id, amount AS total FROM")
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id, amount AS total FROM")
 
     code, plan = plan_json(capsys, "--base", "HEAD")
     assert code == 1 and plan["refused"] == ["shop.orders"]
@@ -204,7 +204,9 @@ def test_without_a_base_the_plan_compares_with_what_the_instance_published(repo,
         "reports/daily_revenue": (["2021-06-01"], 1, 1, "reads shop/orders"),
     }
 
-    repo.edit("finance/ledger.yaml", "start_date:", "status: retired\nstart_date:")  # a retired reader is left alone
+    repo.edit(
+        "finance/defs/ledger/defs.yaml", "start_date:", "status: retired\n  start_date:"
+    )  # a retired reader is left alone
     code, plan = plan_json(capsys)
     [ledger] = plan["products"]  # its revision changed, not its code: the instance's partitions are not stale
     assert ledger["product"] == "finance/ledger"
@@ -215,15 +217,17 @@ def test_without_a_base_the_plan_compares_with_what_the_instance_published(repo,
 def test_a_base_that_cannot_be_read_plans_nothing(repo, capsys):
     assert main.main(["plan", "--base", "no-such-ref"]) == 2
     assert f"unknown git ref 'no-such-ref' in {repo.root}" in capsys.readouterr().out
-    repo.edit("finance/ledger.yaml", "{table: shop.orders, window: last_2}", "{table: shop.missing}")
+    repo.edit("finance/defs/ledger/defs.yaml", "{table: shop.orders, window: last_2}", "{table: shop.missing}")
     code, plan = plan_json(capsys, "--base", "HEAD")
     assert code == 2 and plan["exit_code"] == 2
-    assert any("ledger.yaml:7: tables.0.inputs.shop__missing: unknown table shop.missing" in e for e in plan["errors"])
+    assert any(
+        "ledger/defs.yaml:9: tables.0.inputs.shop__missing: unknown table shop.missing" in e for e in plan["errors"]
+    )
     assert plan["errors"][-1] == "the working tree does not pass governance (mesh validate): nothing planned"
 
 
 def test_apply_dry_run_and_a_refused_plan_launch_nothing(repo, capsys, no_webserver):
-    repo.edit("shop/orders.yaml", "SELECT id, amount FROM", "SELECT id, amount * 2 AS amount FROM")
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id, amount * 2 AS amount FROM")
     assert main.main(["apply", "--base", "HEAD", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "Partitions to recompute (`mesh apply`): 8 of 3 table(s)" in out
@@ -231,7 +235,11 @@ def test_apply_dry_run_and_a_refused_plan_launch_nothing(repo, capsys, no_webser
     assert main.main(["apply", "--base", "HEAD"]) == 1
     assert f"no Dagster webserver answers at {no_webserver}" in " ".join(capsys.readouterr().out.split())
 
-    repo.edit("shop/orders.yaml", "      - {name: amount, type: double}\n", "      - {name: amount, type: string}\n")
+    repo.edit(
+        "shop/defs/orders/defs.yaml",
+        "        - {name: amount, type: double}\n",
+        "        - {name: amount, type: string}\n",
+    )
     assert main.main(["apply", "--base", "HEAD"]) == 1
     out = capsys.readouterr().out
     assert "retyped column amount (double -> string)" in out

@@ -46,11 +46,12 @@ def test_validate_fails_and_prints_every_error(use_domains, capsys: pytest.Captu
     assert lines == [
         "error domains/sales/customers.yaml:3: contacts: Tuple should have at least 1 item after validation, not 0",
         "error domains/sales/customers.yaml:4: colour: unknown field 'colour'",
-        "error domains/sales/orders.yaml:10: tables.0.sql: SQL reads sales.raw_refunds, which is not a declared input",
-        "error domains/sales/orders.yaml:13: tables.0.inputs.missing: unknown table sales.missing",
-        "error domains/sales/orders.yaml:14: tables.0.inputs.raw_menus.window: "
+        "error domains/sales/defs/orders/defs.yaml:12: tables.0.sql: "
+        "SQL reads sales.raw_refunds, which is not a declared input",
+        "error domains/sales/defs/orders/defs.yaml:15: tables.0.inputs.missing: unknown table sales.missing",
+        "error domains/sales/defs/orders/defs.yaml:16: tables.0.inputs.raw_menus.window: "
         "sales.raw_menus is not partitioned; use window 'all'",
-        "error domains/sales/orders.yaml:16: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
+        "error domains/sales/defs/orders/defs.yaml:18: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
         "error domains/sales/refunds.py:6: tables.0.inputs: "
         "function build_refunds() takes ['order_rows'] but inputs are ['orders']",
     ]
@@ -125,7 +126,9 @@ def test_validate_warns_about_an_hourly_table_going_back_years(use_domains, caps
     out = capsys.readouterr().out
     warnings = [line for line in out.splitlines() if line.startswith("warning ")]
     assert len(warnings) == 1, out  # the daily table from the same date is far below the threshold
-    assert warnings[0].startswith("warning domains/clicks/clicks.yaml:7: start_date: clicks.raw_clicks has "), warnings
+    assert warnings[0].startswith(
+        "warning domains/clicks/defs/clicks/defs.yaml:9: start_date: clicks.raw_clicks has "
+    ), warnings
     assert "hourly partitions since 2020-01-01, more than the 25,000 Dagster's UI lists quickly" in warnings[0]
 
 

@@ -9,7 +9,10 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
 
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import CommitNotFound, committed_version
+
+S3 = S3Settings()
 
 
 def test_a_write_finds_its_own_commit_and_a_missing_one_is_an_error(tmp_path) -> None:
@@ -19,7 +22,7 @@ def test_a_write_finds_its_own_commit_and_a_missing_one_is_an_error(tmp_path) ->
         meta = CommitProperties(custom_metadata={"userMetadata": metadata})
         write_deltalake(location, pa.table({"id": [1]}), mode="append", commit_properties=meta)
 
-    assert committed_version(location, ours, after=None) == 0  # not the latest, 1
-    assert committed_version(location, other, after=0) == 1
+    assert committed_version(location, ours, S3, after=None) == 0  # not the latest, 1
+    assert committed_version(location, other, S3, after=0) == 1
     with pytest.raises(CommitNotFound, match=r"run-1.*not in the log of .*orders after version 0 \(latest 1\)"):
-        committed_version(location, ours, after=0)  # its commit is older than the version before the write
+        committed_version(location, ours, S3, after=0)  # its commit is older than the version before the write

@@ -18,7 +18,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dbt_consumer" / "d
 
 @pytest.fixture(scope="module")
 def dbt_models():
-    tables = tool_tables()
+    tables = tool_tables(FIXTURE)
     if not tables:
         pytest.fail("dbt manifest missing: run `make setup` (it prepares dbt_project/target/manifest.json)")
     return tables

@@ -4,6 +4,7 @@ target on which nothing could be tested before it is published."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -12,6 +13,7 @@ from mesh_assets.dbt.compiled import check_publishable, relation_of
 from mesh_assets.dbt.project import load_manifest
 
 STG = "model.mesh_dbt.stg_orders"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +59,11 @@ def test_a_model_whose_relation_is_not_its_table_is_refused(stg_node):
 
 def test_a_dbt_target_that_would_publish_before_testing_is_refused_when_the_project_loads(monkeypatch):
     from mesh_assets.dbt.project import DbtTargetRefused
-    from mesh_assets.definitions import dbt_definitions
+    from mesh_assets.definitions import domain_definitions
 
     monkeypatch.setenv("MESH_DBT_TARGET", "thrift")  # a Spark Thrift Server: dbt would write, then test
     with pytest.raises(DbtTargetRefused) as refused:
-        dbt_definitions()  # the analytics code location, as its code server loads it
+        domain_definitions(ROOT / "domains" / "analytics" / "definitions.py")  # as its code server loads it
     assert str(refused.value).startswith(
         "MESH_DBT_TARGET=thrift is refused: on that target dbt writes each model itself and runs its tests after "
         "the write, so rows failing a blocking test would be published."

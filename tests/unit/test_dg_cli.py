@@ -1,5 +1,10 @@
-"""``dg`` on the mesh: every example domain is a dg project whose definitions load and whose products list; a
-broken spec fails ``dg check defs`` with Mesh's own message. ``dg scaffold``: tests/integration/test_dg_product.py.
+"""``dg`` on the mesh: on every example domain (a dg project), ``dg scaffold defs mesh_assets.DataProduct`` writes a
+product that passes ``dg check yaml`` and ``dg check defs``, and ``dg list defs`` lists the domain's assets with
+the groups and owners of the asset-graph snapshot; a broken spec fails ``dg check defs`` with Mesh's own
+message; ``dg`` gives editors the product's schema down to nested fields.
+
+Every ``dg`` command runs in one process (tests/dg_runs.py) on a copy of ``domains/``: a process per command
+would pay Dagster's import each time.
 """
 
 from __future__ import annotations
@@ -8,60 +13,110 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-DG = ROOT / ".venv" / "bin" / "dg"
+DOMAINS = sorted(p.parent.name for p in (ROOT / "domains").glob("*/dg.toml"))
+SNAPSHOT = json.loads((ROOT / "tests" / "unit" / "snapshots" / "asset_graph.json").read_text())
+SCAFFOLDED = "new_product"
+BROKEN = "broken_growth"
 
 
-def dg(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([DG, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+def copy_domains(target: Path) -> Path:
+    shutil.copytree(ROOT / "domains", target, ignore=shutil.ignore_patterns("__pycache__", ".dg"))
+    return target
 
 
-def copy_of(domain: str, tmp_path: Path) -> Path:
-    folder = tmp_path / "domains" / domain
-    shutil.copytree(ROOT / "domains" / domain, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return folder
-
-
-@pytest.mark.parametrize("domain", ["food_delivery", "central", "courier", "growth", "analytics"])
-def test_every_example_domain_passes_dg_check_defs(domain: str) -> None:
-    result = dg(ROOT / "domains" / domain, "check", "defs")
-    assert result.returncode == 0, result.stderr
-    assert "All component YAML validated successfully." in result.stdout
-    assert "All definitions loaded successfully." in result.stdout
-
-
-def test_dg_list_defs_shows_a_component_products_assets_with_their_group_and_owner() -> None:
-    result = dg(ROOT / "domains" / "food_delivery", "list", "defs", "--json")
-    assert result.returncode == 0, result.stderr
-    assets = {a["asset_key"]: a for a in json.loads(result.stdout)["assets"]}
-    assert assets["food_delivery/orders_7_days"]["group_name"] == "weekly_orders"
-    assert assets["food_delivery/orders_7_days"]["owners"] == [{"email": "food-analytics@example.com"}]
-    assert assets["food_delivery/orders"]["group_name"] == "orders"  # a Python product, next to the components
-
-
-def test_a_broken_spec_fails_dg_check_defs_with_the_file_line_and_field(tmp_path: Path) -> None:
-    folder = copy_of("growth", tmp_path)
-    spec = folder / "defs" / "summary_gsc" / "defs.yaml"
-    spec.write_text(spec.read_text().replace("owner: growth-data@example.com", "owner: nobody"))
-    result = dg(folder, "check", "defs")
-    assert result.returncode == 1
-    assert "defs/summary_gsc/defs.yaml:5: owner: String should match pattern" in result.stdout + result.stderr
-    assert "pydantic_core" not in result.stdout + result.stderr
-
-
-def test_dg_gives_editors_the_product_schema() -> None:
-    result = dg(
-        ROOT / "domains" / "growth", "utils", "inspect-component", "mesh_assets.DataProduct", "--defs-yaml-json-schema"
+@pytest.fixture(scope="module")
+def dg_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    base = tmp_path_factory.mktemp("dg")
+    domains = copy_domains(base / "mesh" / "domains")
+    broken = copy_domains(base / "broken" / "domains") / "growth"  # alone: its own mesh, one spec broken
+    spec = broken / "defs" / "summary_gsc" / "defs.yaml"
+    spec.write_text(spec.read_text().replace("  name: summary_gsc\n", "  name: summary_gsc\n  owner: nobody\n"))
+    jobs = {
+        domain: {
+            "folder": str(domains / domain),
+            "commands": [
+                ["scaffold", "defs", "mesh_assets.DataProduct", SCAFFOLDED],
+                ["check", "yaml"],
+                ["check", "defs"],
+                ["list", "defs", "--json"],
+            ],
+        }
+        for domain in DOMAINS
+    }
+    jobs[BROKEN] = {"folder": str(broken), "commands": [["check", "defs"]]}
+    jobs["schema"] = {
+        "folder": str(domains / "growth"),
+        "commands": [["utils", "inspect-component", "mesh_assets.DataProduct", "--defs-yaml-json-schema"]],
+    }
+    (base / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MESH_PROJECT_ROOT": str(ROOT)}  # the dbt project is the checkout's
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "dg_runs.py"), str(base / "jobs.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
-    assert result.returncode == 0, result.stderr
-    attributes = json.loads(result.stdout)["properties"]["attributes"]
-    assert attributes["required"] == ["name", "owner", "contacts"]
-    assert {"tables", "external", "start_date", "cron"} <= set(attributes["properties"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = json.loads(done.stdout)
+    runs["folders"] = {name: job["folder"] for name, job in jobs.items()}  # type: ignore[assignment]
+    return runs
+
+
+def by_command(runs: list[dict]) -> dict[str, dict]:
+    return {" ".join(r["args"][:2]): r for r in runs}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_dg_scaffolds_checks_and_lists_every_example_domain(dg_runs, domain: str) -> None:
+    run = by_command(dg_runs[domain])
+    for command, result in run.items():
+        assert result["code"] == 0, f"dg {command}: {result['stdout'][-2000:]}{result['stderr'][-2000:]}"
+
+    spec = yaml.safe_load((Path(dg_runs["folders"][domain]) / "defs" / SCAFFOLDED / "defs.yaml").read_text())
+    assert (spec["type"], spec["attributes"]["name"]) == ("mesh_assets.DataProduct", SCAFFOLDED)
+    assert "All component YAML validated successfully." in run["check yaml"]["stdout"]
+    assert "All definitions loaded successfully." in run["check defs"]["stdout"]  # the scaffolded product too
+
+    listed = [a for a in json.loads(run["list defs"]["stdout"])["assets"] if a["asset_key"].split("/")[0] == domain]
+    shown = {a["asset_key"]: (a["group_name"], sorted(o["email"] for o in a["owners"])) for a in listed}
+    expected = {k: (v["group"], v["owners"]) for k, v in SNAPSHOT.items() if k.split("/")[0] == domain}
+    assert expected and shown == expected  # its products, external tables and dbt models, as the UI shows them
+
+
+def test_a_broken_spec_fails_dg_check_defs_with_the_file_line_and_field(dg_runs) -> None:
+    [result] = dg_runs[BROKEN]
+    assert result["code"] == 1
+    out = result["stdout"] + result["stderr"]
+    assert "defs/summary_gsc/defs.yaml:4: owner: String should match pattern" in out
+    assert "pydantic_core" not in out
+
+
+def test_dg_gives_editors_the_product_schema_down_to_nested_fields(dg_runs) -> None:
+    [result] = dg_runs["schema"]
+    assert result["code"] == 0, result["stderr"]
+    schema = json.loads(result["stdout"])
+    attributes = schema["properties"]["attributes"]
+    nested = attributes["$defs"]
+    assert attributes["required"] == ["name"]  # owner, contacts, tier, ...: the domain's defaults fill them
+    assert {"tables", "external", "start_date", "cron", "owner", "contacts"} <= set(attributes["properties"])
     assert attributes["properties"]["tier"]["anyOf"][0]["enum"] == ["t1", "t2", "t3"]
+    table = nested["TableSpec"]["properties"]
+    assert {"table", "inputs", "sql", "sql_file", "checks", "partitioning", "schema", "contract"} <= set(table)
+    assert table["partitioning"]["enum"] == ["daily", "hourly", "none"]
+    inputs = set(nested["Input"]["properties"])
+    assert {"table", "version", "window", "ignore_quality", "freshness_hours", "timeout_hours"} <= inputs
+    assert "line" not in inputs  # Mesh's own bookkeeping, not something a spec writes
+    assert {"regions", "partition_column", "checks"} <= set(nested["ExternalTable"]["properties"])
+    assert set(nested["NotNull"]["properties"]) >= {"kind", "columns", "severity"}
+    windows = nested["Window"]["anyOf"]
+    assert windows[0]["pattern"] == "^(same|all|last_[0-9]+|previous_[0-9]+)$"  # last_7 completes as it validates

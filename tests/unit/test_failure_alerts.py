@@ -12,9 +12,11 @@ import pytest
 from failure_alerts import alert_failed_run
 
 from mesh_assets import executable_assets
-from mesh_assets.definitions import build_definitions, dbt_definitions
+from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.storage.resource import MeshResource
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SPEC = """\
 name: orders
@@ -150,7 +152,8 @@ def test_a_restricted_tables_alert_withholds_the_message(tmp_path: Path, webhook
 def test_a_failed_dbt_run_alerts_the_owner_its_model_names(webhook):
     received, point = webhook
     point("analytics")
-    defs = dbt_definitions()  # the dbt code location, as its code server loads it
+    # analytics' code location: its dbt models, built by its own definitions
+    defs = build_definitions(load_all(ROOT / "domains"), only={"analytics"}, dbt=True)
     instance = dg.DagsterInstance.ephemeral()
     run = fail_outside_python(defs, instance, dg.AssetKey(["analytics", "stg_orders"]))
 

@@ -33,8 +33,8 @@ def E(file: str, line: int | None, field: str, message: str) -> SpecError:
 
 def test_unknown_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_table", monkeypatch) == [
-        E("sales/orders.yaml", 11, "tables.0.inputs.missing", "unknown table sales.missing"),
-        E("sales/orders.yaml", 12, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
+        E("sales/defs/orders/defs.yaml", 13, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E("sales/defs/orders/defs.yaml", 14, "tables.0.inputs.billing__invoices", "unknown table billing.invoices"),
     ]
 
 
@@ -42,8 +42,8 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
     # inventory.warehouses is published and may be read; inventory.stock_levels is internal
     assert errors_of("internal_table", monkeypatch) == [
         E(
-            "sales/orders.yaml",
-            8,
+            "sales/defs/orders/defs.yaml",
+            10,
             "tables.0.inputs.inventory__stock_levels",
             "inventory.stock_levels is internal to domain inventory; only published tables may be read by "
             "other domains",
@@ -53,27 +53,32 @@ def test_reading_another_domains_internal_table(monkeypatch: pytest.MonkeyPatch)
 
 def test_dependency_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("cycle", monkeypatch) == [
-        E("a/loop.yaml", 10, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
+        E("a/defs/loop/defs.yaml", 12, "inputs", "dependency cycle: a.x -> a.y -> a.x"),
     ]
 
 
 def test_duplicate_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("duplicate", monkeypatch) == [
-        E("sales/second.yaml", 7, "table", "duplicate table sales.orders: also declared in domains/sales/first.yaml:6"),
+        E(
+            "sales/defs/second/defs.yaml",
+            9,
+            "table",
+            "duplicate table sales.orders: also declared in domains/sales/defs/first/defs.yaml:8",
+        ),
     ]
 
 
 def test_missing_or_invalid_owner(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("missing_owner", monkeypatch) == [
         E("sales/customers.py", 3, "owner", "String should match pattern '^[^@\\s]+@[^@\\s]+$|^team:[a-z0-9_\\-]+$'"),
-        E("sales/orders.yaml", 1, "owner", "Field required"),
+        E("sales/defs/orders/defs.yaml", 2, "owner", "Field required"),
     ]
 
 
 def test_missing_contacts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("missing_contacts", monkeypatch) == [
-        E("sales/empty_contacts.yaml", 3, "contacts", TOO_FEW),
-        E("sales/no_contacts.yaml", 1, "contacts", "Field required"),
+        E("sales/defs/empty_contacts/defs.yaml", 5, "contacts", TOO_FEW),
+        E("sales/defs/no_contacts/defs.yaml", 2, "contacts", "Field required"),
     ]
 
 
@@ -81,21 +86,31 @@ def test_invalid_identifiers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("invalid_identifiers", monkeypatch) == [
         E("sales/bad_product.py", 3, "name", f"Value error, invalid identifier 'Bad-Product': {IDENT}"),
         E(
-            "sales/inputs.yaml",
-            9,
+            "sales/defs/inputs/defs.yaml",
+            11,
             "tables.0.inputs.____/etc__passwd.[key]",
             f"Value error, invalid identifier '____/etc__passwd': {IDENT}",
         ),
         E(
-            "sales/inputs.yaml",
-            9,
+            "sales/defs/inputs/defs.yaml",
+            11,
             "tables.0.inputs.____/etc__passwd.table",
             "Value error, invalid table reference '../etc.passwd': expected 'domain.table'",
         ),
-        E("sales/names.yaml", 6, "external.0.table", f"Value error, invalid identifier '../x': {IDENT}"),
-        E("sales/names.yaml", 7, "external.1.table", f"Value error, invalid identifier 'x; DROP TABLE y': {IDENT}"),
-        E("sales/names.yaml", 8, "external.2.table", f"Value error, invalid identifier 'Orders': {IDENT}"),
-        E("sales/other_domain.yaml", 1, "domain", "spec says domain '../billing' but lives in domains/sales/"),
+        E("sales/defs/names/defs.yaml", 8, "external.0.table", f"Value error, invalid identifier '../x': {IDENT}"),
+        E(
+            "sales/defs/names/defs.yaml",
+            9,
+            "external.1.table",
+            f"Value error, invalid identifier 'x; DROP TABLE y': {IDENT}",
+        ),
+        E("sales/defs/names/defs.yaml", 10, "external.2.table", f"Value error, invalid identifier 'Orders': {IDENT}"),
+        E(
+            "sales/defs/other_domain/defs.yaml",
+            3,
+            "domain",
+            "spec says domain '../billing' but lives in domains/sales/",
+        ),
     ]
 
 
@@ -114,41 +129,51 @@ def test_invalid_domain_folder_name(folder: str, tmp_path: Path, monkeypatch: py
 
 def test_sql_that_does_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("bad_sql", monkeypatch) == [
-        E("sales/orders.yaml", 8, "tables.0.sql", "SQL does not parse (line 3, col 4): Expecting )"),
+        E("sales/defs/orders/defs.yaml", 10, "tables.0.sql", "SQL does not parse (line 3, col 4): Expecting )"),
     ]
 
 
 def test_sql_reading_undeclared_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     # the CTE name "recent" is not a table; an unqualified table name is rejected
     assert errors_of("undeclared_sql", monkeypatch) == [
-        E("sales/orders.yaml", 9, "tables.0.sql", "SQL reads sales.raw_customers, which is not a declared input"),
-        E("sales/orders.yaml", 15, "tables.1.sql", "table 'raw_customers' must be qualified as <domain>.raw_customers"),
+        E(
+            "sales/defs/orders/defs.yaml",
+            11,
+            "tables.0.sql",
+            "SQL reads sales.raw_customers, which is not a declared input",
+        ),
+        E(
+            "sales/defs/orders/defs.yaml",
+            17,
+            "tables.1.sql",
+            "table 'raw_customers' must be qualified as <domain>.raw_customers",
+        ),
     ]
 
 
 def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("windows", monkeypatch) == [
         E(
-            "sales/windows.yaml",
-            16,
+            "sales/defs/windows/defs.yaml",
+            18,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
         E(
-            "sales/windows.yaml",
-            20,
+            "sales/defs/windows/defs.yaml",
+            22,
             "tables.1.inputs.raw_clicks.window",
             "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
         ),
         E(
-            "sales/windows.yaml",
-            26,
+            "sales/defs/windows/defs.yaml",
+            28,
             "tables.2.inputs.raw_orders.window",
             "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
         ),
         E(
-            "sales/windows.yaml",
-            30,
+            "sales/defs/windows/defs.yaml",
+            32,
             "tables.3.inputs.raw_shifts.window",
             "sales.raw_shifts is partitioned by date and region; a daily output reads it by 'same' "
             "(a day's regions) or 'all'",
@@ -161,15 +186,15 @@ def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.Mon
     has none, so ``freshness_hours`` / ``timeout_hours`` there would never be evaluated."""
     assert errors_of("deadlines", monkeypatch) == [
         E(
-            "sales/deadlines.yaml",
-            13,
+            "sales/defs/deadlines/defs.yaml",
+            15,
             "tables.0.inputs.raw_menus.freshness_hours",
             "sales.raw_menus is not partitioned: freshness_hours and timeout_hours apply to partitioned inputs "
             "of partitioned outputs",
         ),
         E(
-            "sales/deadlines.yaml",
-            19,
+            "sales/defs/deadlines/defs.yaml",
+            21,
             "tables.1.inputs.raw_orders.timeout_hours",
             "output order_snapshot is not partitioned: freshness_hours and timeout_hours apply to partitioned "
             "inputs of partitioned outputs",
@@ -179,8 +204,8 @@ def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.Mon
 
 def test_unknown_yaml_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_field", monkeypatch) == [
-        E("sales/orders.yaml", 5, "ownr", "unknown field 'ownr'"),
-        E("sales/orders.yaml", 10, "tables.0.partitoning", "unknown field 'partitoning'"),
+        E("sales/defs/orders/defs.yaml", 7, "ownr", "unknown field 'ownr'"),
+        E("sales/defs/orders/defs.yaml", 12, "tables.0.partitoning", "unknown field 'partitoning'"),
     ]
 
 
@@ -206,15 +231,20 @@ def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert errors_of("many_errors", monkeypatch) == [
         E("sales/customers.yaml", 3, "contacts", TOO_FEW),
         E("sales/customers.yaml", 4, "colour", "unknown field 'colour'"),
-        E("sales/orders.yaml", 10, "tables.0.sql", "SQL reads sales.raw_refunds, which is not a declared input"),
-        E("sales/orders.yaml", 13, "tables.0.inputs.missing", "unknown table sales.missing"),
         E(
-            "sales/orders.yaml",
-            14,
+            "sales/defs/orders/defs.yaml",
+            12,
+            "tables.0.sql",
+            "SQL reads sales.raw_refunds, which is not a declared input",
+        ),
+        E("sales/defs/orders/defs.yaml", 15, "tables.0.inputs.missing", "unknown table sales.missing"),
+        E(
+            "sales/defs/orders/defs.yaml",
+            16,
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
-        E("sales/orders.yaml", 16, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
+        E("sales/defs/orders/defs.yaml", 18, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
         E(
             "sales/refunds.py",
             6,
@@ -246,8 +276,8 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
 
     expected = [
         E(
-            "broken_domain/sales.yaml",
-            9,
+            "broken_domain/defs/sales/defs.yaml",
+            11,
             "tables.0.inputs.good_domain__raw_products",
             "good_domain.raw_products is internal to domain good_domain; only published tables may be read by "
             "other domains",
@@ -264,24 +294,29 @@ def test_a_broken_domain_fails_alone(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_check_names_are_unique_per_output_default_names_included(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("check_names", monkeypatch) == [
         E(
-            "sales/orders.yaml",
-            15,
+            "sales/defs/orders/defs.yaml",
+            17,
             "tables.0.checks.1",
             "check name 'row_count' is also the name of checks.0; give one a 'name'",
         ),
         E(
-            "sales/orders.yaml",
-            17,
+            "sales/defs/orders/defs.yaml",
+            19,
             "tables.0.checks.3",
             "check name 'sql_assertion' is also the name of checks.2; give one a 'name'",
         ),
         E(
-            "sales/orders.yaml",
-            18,
+            "sales/defs/orders/defs.yaml",
+            20,
             "tables.0.checks.4",
             "check name 'schema_contract' is the contract's own check; choose another name",
         ),
-        E("sales/orders.yaml", 19, "tables.0.checks.5.columns", "column 'customer_id' is not in the output's contract"),
+        E(
+            "sales/defs/orders/defs.yaml",
+            21,
+            "tables.0.checks.5.columns",
+            "column 'customer_id' is not in the output's contract",
+        ),
     ]
 
 
@@ -303,29 +338,29 @@ def test_owners_and_tags_follow_dagsters_rules(monkeypatch: pytest.MonkeyPatch) 
     allowed = "Allowed characters: alpha-numeric, '_', '-', '.'."
     owner = "is refused: Dagster takes an email address (name@host.tld) or a team name prefixed with 'team:'"
     assert errors_of("dagster_rules", monkeypatch) == [
-        E("sales/orders.yaml", 2, "owner", f"owner 'sales@localhost' {owner}"),
+        E("sales/defs/orders/defs.yaml", 4, "owner", f"owner 'sales@localhost' {owner}"),
         E(
-            "sales/orders.yaml",
-            5,
+            "sales/defs/orders/defs.yaml",
+            7,
             "tags.cost center",
             f"Found invalid tag keys: ['cost center']. {allowed} Tag keys can also contain a namespace section, "
             "separated by a '/'. Each section must have <= 63 characters.",
         ),
         E(
-            "sales/orders.yaml",
-            6,
+            "sales/defs/orders/defs.yaml",
+            8,
             "tags.team",
             f"Invalid tag value: sales and marketing, for key: team. {allowed} Must have <= 63 characters.",
         ),
         E(
-            "sales/orders.yaml",
-            7,
+            "sales/defs/orders/defs.yaml",
+            9,
             "tags.note",
             f"Invalid tag value: {'x' * 65}, for key: note. {allowed} Must have <= 63 characters.",
         ),
         E(
-            "sales/orders.yaml",
-            8,
+            "sales/defs/orders/defs.yaml",
+            10,
             "tags.region",
             f"Invalid tag value: köln, for key: region. {allowed} Must have <= 63 characters.",
         ),

@@ -45,12 +45,17 @@ def E(file: str, line: int, field: str, message: str) -> SpecError:
 
 def test_a_sunset_comes_exactly_with_deprecation_and_outputs_have_a_status_only_in_active_products(monkeypatch):
     assert validate(domains_of("lifecycle_fields", monkeypatch)) == [
-        E("sales/early.yaml", 4, "sunset", "a sunset applies only to a deprecated product (this one is active)"),
-        E("sales/early.yaml", 7, "tables.0.status", SUNSET.format("version")),
-        E("sales/fading.yaml", 4, "status", SUNSET.format("product")),
         E(
-            "sales/sketch.yaml",
-            7,
+            "sales/defs/early/defs.yaml",
+            6,
+            "sunset",
+            "a sunset applies only to a deprecated product (this one is active)",
+        ),
+        E("sales/defs/early/defs.yaml", 9, "tables.0.status", SUNSET.format("version")),
+        E("sales/defs/fading/defs.yaml", 6, "status", SUNSET.format("product")),
+        E(
+            "sales/defs/sketch/defs.yaml",
+            9,
             "tables.0.status",
             "an output declares a status of its own only in an active product (this one is draft)",
         ),
@@ -60,15 +65,17 @@ def test_a_sunset_comes_exactly_with_deprecation_and_outputs_have_a_status_only_
 def test_t1_guarantees_and_restricted_tables(monkeypatch):
     assert validate(domains_of("tiers", monkeypatch)) == [
         E(
-            "sales/ledger.yaml",
-            5,
+            "sales/defs/ledger/defs.yaml",
+            7,
             "contacts",
             "a t1 product has at least 2 contacts, so an alert always reaches someone (1 declared)",
         ),
-        E("sales/ledger.yaml", 7, "external.0.published", L3.format("raw_ledger")),
-        E("sales/ledger.yaml", 10, "tables.0.published", L3.format("ledger")),
-        E("sales/ledger.yaml", 12, "tables.0.checks", T1_CHECK.format("ledger")),  # a warn check does not block
-        E("sales/ledger.yaml", 12, "tables.0.checks", T1_FRESH.format("ledger")),
+        E("sales/defs/ledger/defs.yaml", 9, "external.0.published", L3.format("raw_ledger")),
+        E("sales/defs/ledger/defs.yaml", 12, "tables.0.published", L3.format("ledger")),
+        E(
+            "sales/defs/ledger/defs.yaml", 14, "tables.0.checks", T1_CHECK.format("ledger")
+        ),  # a warn check does not block
+        E("sales/defs/ledger/defs.yaml", 14, "tables.0.checks", T1_FRESH.format("ledger")),
         E("sales/refunds.py", 11, "tables.0.checks", T1_FRESH.format("refunds")),  # the decorator API's line
     ]
 
@@ -77,30 +84,35 @@ def test_retired_and_draft_tables_are_refused_as_inputs_and_a_deprecated_one_war
     domains = domains_of("lifecycle_reads", monkeypatch)
     assert validate(domains) == [
         E(
-            "reports/reports.yaml",
-            12,
+            "reports/defs/reports/defs.yaml",
+            14,
             "tables.2.inputs.shop__totals",
             "shop.totals is retired: nothing may read it; read another table",
         ),
         E(
-            "reports/reports.yaml",
-            15,
+            "reports/defs/reports/defs.yaml",
+            17,
             "tables.3.inputs.shop__forecast",
             "shop.forecast is a draft: other domains may read it once shop makes it active",
         ),
-        E("reports/reports.yaml", 18, "tables.4.inputs.shop__orders_v3", "unknown table shop.orders_v3 (version 3)"),
         E(
-            "reports/reports.yaml",
-            21,
+            "reports/defs/reports/defs.yaml",
+            20,
+            "tables.4.inputs.shop__orders_v3",
+            "unknown table shop.orders_v3 (version 3)",
+        ),
+        E(
+            "reports/defs/reports/defs.yaml",
+            23,
             "tables.5.inputs.shop__orders",
             "a query names shop.orders once, so it reads one version of it; compare versions in PySpark",
         ),
     ]  # the draft's own domain reads it, and current_report reads version 2: no error
     graph = MeshGraph(domains)
     assert deprecation_warnings(graph, today=date(2021, 8, 1)) == [
-        E("reports/reports.yaml", 9, "tables.1.inputs.shop__orders", MOVE),
-        E("reports/reports.yaml", 21, "tables.5.inputs.shop__orders", MOVE),
-        E("shop/forecasts.yaml", 8, "tables.0.inputs.orders", MOVE),
+        E("reports/defs/reports/defs.yaml", 11, "tables.1.inputs.shop__orders", MOVE),
+        E("reports/defs/reports/defs.yaml", 23, "tables.5.inputs.shop__orders", MOVE),
+        E("shop/defs/forecasts/defs.yaml", 10, "tables.0.inputs.orders", MOVE),
     ]
     [late] = deprecation_warnings(graph, {"shop"}, today=date(2021, 9, 2))
     assert (
@@ -121,7 +133,9 @@ def test_validate_prints_deprecation_warnings_without_failing(monkeypatch, capsy
     finally:
         get_settings.cache_clear()
     out = capsys.readouterr().out
-    assert "warning domains/shop/forecasts.yaml:8: tables.0.inputs.orders: shop.orders is deprecated (" in out
+    assert (
+        "warning domains/shop/defs/forecasts/defs.yaml:10: tables.0.inputs.orders: shop.orders is deprecated (" in out
+    )
     assert "ok: 2 product(s)" in out
 
 

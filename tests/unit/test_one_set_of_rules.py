@@ -16,7 +16,7 @@ import pytest
 
 from mesh_assets.dbt.catalog import dbt_tables
 from mesh_assets.dbt.project import load_manifest
-from mesh_assets.definitions import dbt_definitions, domain_definitions, tool_tables
+from mesh_assets.definitions import domain_definitions, tool_tables
 from mesh_assets.graph.discovery import domain_folders
 from mesh_assets.graph.isolate import discover_all, validate_catalog
 from mesh_assets.model.errors import SpecValidationError
@@ -39,7 +39,7 @@ def test_validate_and_the_code_location_give_the_same_verdict(case: Path, monkey
     settings = get_settings()
     entries = discover_all(Path("domains"), settings.home, settings.discovery_timeout_seconds, retry=True)
     for folder in domain_folders(Path("domains")):
-        expected = validate_catalog(entries, tool_tables(), only={folder.name})
+        expected = validate_catalog(entries, tool_tables(Path("domains")), only={folder.name})
         try:
             domain_definitions(folder / "definitions.py").get_repository_def()
         except SpecValidationError as exc:
@@ -51,9 +51,12 @@ def test_validate_and_the_code_location_give_the_same_verdict(case: Path, monkey
             assert not expected, f"{folder.name}: validate refuses what the location loads: {expected}"
 
 
-def test_dbt_models_reading_unknown_or_internal_tables_get_the_same_verdict(tmp_path: Path) -> None:
-    """A dbt model's sources are judged as a product's inputs are, by ``mesh validate``'s path and by the dbt
-    models' code location: the example project's two sources pointed at an internal and a missing table."""
+def test_dbt_models_reading_unknown_or_internal_tables_get_the_same_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dbt model's sources are judged as a product's inputs are, by ``mesh validate``'s path and by the code
+    location of the domain owning the models: the example project's two sources pointed at an internal and a
+    missing table."""
     manifest = load_manifest(None)
     renamed = {"orders": "raw_orders", "delivery_times_7_days": "delivery_times_30_days"}
     for source in manifest["sources"].values():
@@ -86,6 +89,7 @@ def test_dbt_models_reading_unknown_or_internal_tables_get_the_same_verdict(tmp_
             f"dbt model analytics.stg_orders reads food_delivery.raw_orders, {internal}",
         ),
     ]
+    monkeypatch.setattr("mesh_assets.dbt.project.manifest_path", lambda: path)
     with pytest.raises(SpecValidationError) as refused:
-        dbt_definitions(manifest_path=path)
+        domain_definitions(ROOT / "domains" / "analytics" / "definitions.py")
     assert sorted(refused.value.errors) == expected

@@ -38,6 +38,6 @@ def test_a_table_at_the_threshold_passes_and_one_past_it_is_named_with_a_start_d
     assert hourly is not None and partition_count(hourly, at_limit) == MAX_PARTITIONS
     assert partition_count_warnings(graph.tables.values(), at_limit) == []
     [warning] = partition_count_warnings(graph.tables.values(), datetime(2022, 11, 7, 17, tzinfo=UTC))
-    assert (warning.line, warning.field) == (7, "start_date")
+    assert (warning.line, warning.field) == (9, "start_date")
     assert "clicks.raw_clicks has 25,001 hourly partitions since 2020-01-01" in warning.message
     assert "a start_date on or after 2020-01-02 stays under it" in warning.message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 from zones import local_time_zone
@@ -34,6 +34,17 @@ def test_windows_widen_and_convert_kinds():
     assert day.widen(Window.model_validate("last_7").lookback).keys()[0] == "2021-06-04"
     hours = day.as_grain(Grain.HOURLY)
     assert len(hours.keys()) == 24 and hours.keys()[-1] == "2021-06-10-23:00"
+
+
+def test_a_key_names_its_span_of_the_grain_and_a_day_names_24_hours():
+    assert Grain.HOURLY.span("2021-06-10") == (datetime(2021, 6, 10, tzinfo=UTC), datetime(2021, 6, 10, 23, tzinfo=UTC))
+    assert Grain.HOURLY.span("2021-06-10-05:00") == (datetime(2021, 6, 10, 5, tzinfo=UTC),) * 2
+    assert Grain.DAILY.span("2021-06-10") == (datetime(2021, 6, 10, tzinfo=UTC),) * 2
+    with pytest.raises(PartitionKeyError, match="invalid daily partition key"):
+        Grain.DAILY.span("2021-06-10-05:00")  # an hour does not name a day
+    assert Grain.of_partitions(Grain.HOURLY.partitions_def(date(2021, 6, 1))) is Grain.HOURLY
+    hours = PartitionRange.from_keys(Grain.HOURLY, "2021-06-10-05:00", "2021-06-11-02:00")
+    assert hours.as_grain(Grain.DAILY).keys() == ["2021-06-10", "2021-06-11"]
 
 
 def test_replace_predicate_uses_typed_literals_only():

@@ -96,3 +96,22 @@ def test_components_of_other_types_are_left_to_dagster(tmp_path: Path, monkeypat
     specs = load_all(Path("domains"))["sales"]
     assert sorted(p.name for p in specs.products) == ["daily_sales", "report"]
     assert specs.errors == []
+
+
+def test_a_component_file_that_is_not_yaml_is_reported_as_its_location_would_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    domain(tmp_path, "type: mesh_assets.DataProduct\nattributes: {name: [daily_sales\n")
+    monkeypatch.chdir(tmp_path)
+    errors = validate(load_all(Path("domains")))  # report.py's input, sales.sales, is unknown now too
+    [error] = [e for e in errors if e.file == "domains/sales/defs/daily_sales/defs.yaml"]
+    assert error.field == ""
+    assert error.line is not None and error.message.startswith("invalid YAML")
+
+
+def test_a_component_of_another_type_is_left_to_dagster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = domain(tmp_path)
+    (folder / "defs" / "other").mkdir()
+    (folder / "defs" / "other" / "defs.yaml").write_text("type: dagster.DefsFolderComponent\nattributes: {}\n")
+    monkeypatch.chdir(tmp_path)
+    assert validate(load_all(Path("domains"))) == []

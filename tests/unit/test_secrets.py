@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, send
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, AlertNotSent, send
 
 CANARY = f"canary-{uuid.uuid4().hex}"
 ALERT = Alert(
@@ -29,7 +29,7 @@ ALERT = Alert(
 def test_a_failed_alert_never_repeats_the_webhook_url(monkeypatch, url, reason):
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_REL", url)
     with pytest.raises(AlertNotSent) as raised:
-        send(ALERT)
+        send(ALERT, DEFAULT_ALERTS)
     assert reason in str(raised.value)
     error = raised.value
     assert CANARY not in str(error)
@@ -41,5 +41,5 @@ def test_an_error_answer_is_reported_without_the_url(monkeypatch, webhook):
     received, point = webhook
     point("rel")
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_REL", os.environ["MESH_ALERT_WEBHOOK_REL"].replace("/hook", f"/{CANARY}"))
-    assert send(ALERT) is True  # the test receiver answers every path
+    assert send(ALERT, DEFAULT_ALERTS) is True  # the test receiver answers every path
     assert CANARY not in json.dumps(received)

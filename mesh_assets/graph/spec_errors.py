@@ -1,0 +1,51 @@
+"""A spec's validation errors, each naming the file, the line and the field (a :class:`SpecError`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mesh_assets.graph import yaml_lines
+from mesh_assets.model.errors import SpecError, relative
+
+
+def read_spec(path: Path) -> tuple[Any, yaml_lines.Lines, list[SpecError]]:
+    """A YAML spec's document and lines, or why it cannot be read (outside the bounds, not YAML)."""
+    try:
+        data, lines = yaml_lines.load(path)
+    except yaml_lines.SpecRefused as exc:
+        return None, {}, [SpecError(relative(path), None, "", str(exc))]
+    except Exception as exc:  # yaml.YAMLError carries its own line
+        mark = getattr(exc, "problem_mark", None)
+        return None, {}, [SpecError(relative(path), mark.line + 1 if mark else None, "", f"invalid YAML: {exc}")]
+    return data, lines, []
+
+
+def yaml_loc(loc: tuple) -> tuple:
+    """A model error location in YAML terms: ``transformations.0.output.table`` -> ``tables.0.table``."""
+    if loc[:1] == ("transformations",):
+        loc = ("tables", *loc[1:])
+        if len(loc) > 2 and loc[2] == "output":
+            loc = loc[:2] + loc[3:]
+    return loc
+
+
+def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
+    out = []
+    for err in exc.errors():
+        loc = tuple(
+            p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1])
+        )
+        if yaml_style:
+            loc = yaml_loc(loc)
+        out.append(
+            SpecError(
+                relative(file),
+                yaml_lines.line_for(lines, loc),
+                ".".join(str(p) for p in loc) or "<product>",
+                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
+            )
+        )
+    return out

@@ -1,0 +1,37 @@
+"""A domain's defaults: what every product of the domain inherits unless it says otherwise.
+
+Like dbt's defaults by folder (``+meta`` in ``dbt_project.yml``), ``domains/<domain>/domain.yaml`` says once
+what a domain's products share (owner, contacts, tier, classification, the first partition), so products stop
+repeating it; a product that sets a field keeps its own. dbt models of the domain take their first partition
+from it too, unless their own config names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+from pydantic import Field
+
+from mesh_assets.model.lifecycle import Classification, Tier
+from mesh_assets.model.product import OWNER_PATTERN, Contact, Strict
+
+INHERITED = ("owner", "contacts", "tier", "classification", "start_date")
+"""The product fields a domain may set for all its products."""
+
+
+class DomainDefaults(Strict):
+    """The fields of ``domain.yaml``: each optional, each validated as the product field it stands for."""
+
+    owner: str | None = Field(default=None, pattern=OWNER_PATTERN)
+    contacts: tuple[Contact, ...] | None = Field(default=None, min_length=1)
+    tier: Tier | None = None
+    classification: Classification | None = None
+    start_date: date | None = None
+    """The first partition of the domain's tables, dbt models included."""
+
+    def under(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """A product's ``fields`` with every default it does not set itself (a field set to null is not set)."""
+        inherited = {k: getattr(self, k) for k in INHERITED if getattr(self, k) is not None}
+        return {**inherited, **{k: v for k, v in fields.items() if not (k in INHERITED and v is None)}}

@@ -1,0 +1,98 @@
+"""dbt models belong to the domain that owns them: each domain's code location builds the models whose
+``meta.domain`` (else folder) names it, from the one dbt project, with no catch-all location; a model's first
+partition, owner and contacts come from its own config, else from its domain's ``domain.yaml``."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets.dbt.assets import sources_read
+from mesh_assets.dbt.catalog import dbt_tables
+from mesh_assets.dbt.nodes import models_of
+from mesh_assets.dbt.project import load_manifest
+from mesh_assets.definitions import build_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.product import DEFAULT_START, Contact
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dbt_keys(defs: dg.Definitions) -> set[str]:
+    graph = defs.resolve_asset_graph()
+    return {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).tags.get("tool") == "dbt"}
+
+
+@pytest.fixture(scope="module")
+def domains():
+    return load_all(ROOT / "domains")
+
+
+@pytest.mark.parametrize(
+    ("domain", "models"),
+    [
+        ("analytics", {"analytics/stg_orders", "analytics/city_daily_kpis"}),
+        ("food_delivery", {"food_delivery/restaurant_daily_orders"}),
+        ("growth", set()),
+    ],
+)
+def test_each_domains_location_builds_the_dbt_models_it_owns(domains, domain: str, models: set[str]) -> None:
+    defs = build_definitions(domains, only={domain}, dbt=True)
+    assert dbt_keys(defs) == models
+    if models:  # the domain's automation sensor evaluates them with its products
+        [sensor] = [s for s in defs.sensors if s.name == f"{domain}__automation"]
+        targets = {k.to_user_string() for k in sensor.asset_selection.resolve(defs.resolve_asset_graph())}
+        assert models <= targets
+
+
+def test_no_location_builds_every_model(domains) -> None:
+    everyone = {d: dbt_keys(build_definitions(domains, only={d}, dbt=True)) for d in ("analytics", "food_delivery")}
+    assert everyone["analytics"].isdisjoint(everyone["food_delivery"])
+    assert not any(path.read_text().count("dbt_definitions") for path in (ROOT / "domains").glob("*/definitions.py"))
+
+
+def model(name: str, folder: str, meta: dict) -> dict:
+    return {
+        "unique_id": f"model.p.{name}",
+        "resource_type": "model",
+        "name": name,
+        "alias": name,
+        "original_file_path": f"models/{folder}/{name}.sql",
+        "config": {"materialized": "incremental", "partition_by": ["p_date"], "meta": meta},
+        "depends_on": {"nodes": []},
+    }
+
+
+def test_a_models_first_partition_owner_and_contacts_come_from_its_config_else_its_domain() -> None:
+    manifest = {
+        "nodes": {
+            "model.p.inherits": model("inherits", "sales", {}),
+            "model.p.own": model("own", "sales", {"start_date": "2023-01-01", "owner": "bi@example.com"}),
+            "model.p.elsewhere": model("elsewhere", "ops", {}),
+        },
+        "sources": {},
+    }
+    sales = DomainDefaults(
+        owner="sales@example.com", contacts=(Contact(kind="chat", value="#sales"),), start_date=date(2022, 3, 1)
+    )
+    tables = {t.name: t for t in dbt_tables(manifest, {"sales": sales})}
+    assert (tables["inherits"].start_date, tables["inherits"].owner) == (date(2022, 3, 1), "sales@example.com")
+    assert [c.value for c in tables["inherits"].contacts] == ["#sales"]
+    assert (tables["own"].start_date, tables["own"].owner) == (date(2023, 1, 1), "bi@example.com")
+    assert (tables["elsewhere"].start_date, tables["elsewhere"].owner) == (DEFAULT_START, "")  # ops has no defaults
+
+
+def test_a_domains_dbt_run_needs_only_the_sources_its_own_models_read() -> None:
+    """food_delivery's model may run before analytics' sources (delivery_times_7_days) are published."""
+    manifest = load_manifest()
+    own = {n["unique_id"] for n in models_of(manifest, "food_delivery")}
+    assert sources_read(manifest, own) == [("food_delivery", "orders")]
+    analytics = {n["unique_id"] for n in models_of(manifest, "analytics")}
+    assert sources_read(manifest, analytics) == [
+        ("food_delivery", "delivery_times_7_days"),
+        ("food_delivery", "orders"),
+    ]

@@ -1,0 +1,134 @@
+"""Domain defaults (``domains/<domain>/domain.yaml``): every product of the domain, YAML component or Python,
+inherits owner, contacts, tier, classification and first partition unless it sets its own; a broken defaults
+file is reported with its file, line and field, and nothing of the domain loads."""
+
+from __future__ import annotations
+
+import ast
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from mesh_assets.definitions import build_definitions
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.validate import validate
+
+DEFAULTS = """\
+owner: sales-data@example.com
+contacts:
+  - {kind: chat, value: "#sales-data"}
+tier: t2
+classification: l2
+start_date: 2022-03-01
+"""
+
+COMPONENT = """\
+type: mesh_assets.DataProduct
+attributes:
+  name: daily_sales
+  external:
+    - {table: raw_sales, published: false}
+  tables:
+    - table: sales
+      published: true
+      inputs: [{table: raw_sales}]
+      sql: SELECT * FROM sales.raw_sales
+"""
+
+PYTHON = """\
+from mesh_assets import Input, Output, Product
+
+report = Product("report", owner="finance@example.com", tier="t3")
+
+
+@report.transformation(Output(table="sales_report"), inputs={"sales": Input(table="sales")})
+def sales_report(sales):
+    return sales
+"""
+
+
+def domain(root: Path, defaults: str | None = DEFAULTS, component: str = COMPONENT) -> Path:
+    folder = root / "domains" / "sales"
+    (folder / "defs" / "daily_sales").mkdir(parents=True)
+    (folder / "defs" / "daily_sales" / "defs.yaml").write_text(component)
+    (folder / "report.py").write_text(PYTHON)
+    if defaults is not None:
+        (folder / "domain.yaml").write_text(defaults)
+    return root / "domains"
+
+
+def test_products_inherit_the_domains_defaults_and_keep_what_they_set(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    domains = load_all(domain(tmp_path).relative_to(tmp_path))
+    assert validate(domains) == []
+    products = {p.name: p for p in domains["sales"].products}
+    inherited = products["daily_sales"]
+    assert (inherited.owner, inherited.tier, inherited.classification) == ("sales-data@example.com", "t2", "l2")
+    assert [c.value for c in inherited.contacts] == ["#sales-data"] and inherited.start_date == date(2022, 3, 1)
+    own = products["report"]  # sets owner and tier, inherits the rest
+    assert (own.owner, own.tier, own.classification) == ("finance@example.com", "t3", "l2")
+    assert [c.value for c in own.contacts] == ["#sales-data"] and own.start_date == date(2022, 3, 1)
+
+    graph = build_definitions(domains, extra=[]).resolve_asset_graph()
+    sales, report = graph.get(dg.AssetKey(["sales", "sales"])), graph.get(dg.AssetKey(["sales", "sales_report"]))
+    assert (list(sales.owners), sales.tags["tier"]) == (["sales-data@example.com"], "t2")
+    assert (list(report.owners), report.tags["tier"], report.tags["classification"]) == (
+        ["finance@example.com"],
+        "t3",
+        "l2",
+    )
+    assert sales.partitions_def.get_first_partition_key() == "2022-03-01"
+    assert report.partitions_def.get_first_partition_key() == "2022-03-01"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "expected"),
+    [
+        ("tier: t9\n", ("domains/sales/domain.yaml", 1, "tier")),
+        ("owner: someone\n", ("domains/sales/domain.yaml", 1, "owner")),
+        ("owner: a@example.com\nschedule: daily\n", ("domains/sales/domain.yaml", 2, "schedule")),
+        ("contacts: []\n", ("domains/sales/domain.yaml", 1, "contacts")),
+        ("start_date: someday\n", ("domains/sales/domain.yaml", 1, "start_date")),
+    ],
+)
+def test_a_broken_defaults_file_is_reported_with_file_line_and_field_alone(
+    tmp_path: Path, monkeypatch, defaults: str, expected: tuple
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    domains = load_all(domain(tmp_path, defaults).relative_to(tmp_path))
+    errors = validate(domains)
+    assert [(e.file, e.line, e.field) for e in errors] == [expected]
+    assert domains["sales"].products == []  # nothing inherits from a file that does not validate
+
+
+def test_without_defaults_a_product_names_its_own_owner(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    errors = validate(load_all(domain(tmp_path, defaults=None).relative_to(tmp_path)))
+    assert sorted((e.file, e.field, e.message) for e in errors) == [
+        ("domains/sales/defs/daily_sales/defs.yaml", "contacts", "Field required"),
+        ("domains/sales/defs/daily_sales/defs.yaml", "owner", "Field required"),
+        ("domains/sales/report.py", "contacts", "Field required"),
+    ]
+
+
+def test_the_example_domains_state_each_shared_value_once() -> None:
+    """Every example domain has defaults, and no product repeats one of them."""
+    root = Path(__file__).resolve().parents[2] / "domains"
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        defaults = yaml.safe_load((folder / "domain.yaml").read_text())
+        repeated = []
+        for path in folder.glob("defs/*/defs.yaml"):
+            attributes = yaml.safe_load(path.read_text())["attributes"]
+            repeated += [f"{path}: {k}" for k, v in defaults.items() if attributes.get(k) == v]
+        for path in folder.glob("*.py"):
+            calls = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)]
+            given = {k.arg: k.value for c in calls if getattr(c.func, "id", None) == "Product" for k in c.keywords}
+            repeated += [
+                f"{path}: {k}"
+                for k, v in given.items()
+                if isinstance(v, ast.Constant) and str(defaults.get(k)) == str(v.value)
+            ]
+        assert repeated == [], folder.name
