@@ -16,6 +16,7 @@ order_descriptors = Product(
     tier="t1",
     classification="l2",
     start_date="2021-06-01",
+    end_date="2021-07-01",  # it reads central.raw_order_events, whose example history stops with June 2021
     contacts=[chat("#central-data"), email("central-data@example.com")],
 )
 

@@ -19,6 +19,7 @@ courier_distances = Product(
     tier="t2",
     classification="l1",
     start_date="2021-06-01",
+    end_date="2021-07-01",  # it reads central.raw_order_events, whose example history stops with June 2021
     contacts=[chat("#courier-analytics")],
 )
 

@@ -57,6 +57,8 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     rerun_history: bool = True
     start_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
     """The first partition (default 2021-01-01)."""
+    end_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
+    """The first day with no partitions (excluded); unset, partitions go on to the present."""
     domain: str | None = None
     tables: list[dict[str, Any]] = []
     """Output tables: ``table``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``, ``contract``, ..."""

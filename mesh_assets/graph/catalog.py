@@ -80,6 +80,7 @@ def _table_json(table: Table) -> dict[str, Any]:
         "product": table.product,
         "owner": table.owner,
         "start_date": table.start_date.isoformat(),
+        "end_date": table.end_date.isoformat() if table.end_date else None,
         "source_file": str(table.source_file) if table.source_file else None,
         "contacts": [c.model_dump() for c in table.contacts],
         "classification": table.classification,
@@ -100,6 +101,7 @@ def _table_from_json(data: dict[str, Any]) -> Table:
         Path(data["source_file"]) if data["source_file"] else None,
         tuple(Contact.model_validate(c) for c in data["contacts"]),
         data["classification"],
+        date.fromisoformat(data["end_date"]) if data["end_date"] else None,
     )
     reads: dict[str, tuple] = {}
     if model is Output:

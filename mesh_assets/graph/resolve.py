@@ -82,6 +82,8 @@ class Table:
     line: int | None
     regions: tuple[str, ...] = ()
     region_column: str = "region"
+    end_date: date | None = None
+    """The first day with no partitions (excluded); None: they go on to the present."""
     inputs: tuple[tuple[str, str], ...] = ()
     """The ``(domain, table)`` of every table this one reads."""
     declared: tuple[DeclaredInput, ...] = ()
@@ -107,7 +109,7 @@ class Table:
 
     @property
     def partitions_def(self) -> dg.PartitionsDefinition | None:
-        return self.grain.partitions_def(self.start_date, self.regions or None)
+        return self.grain.partitions_def(self.start_date, self.regions or None, self.end_date)
 
     @property
     def external(self) -> bool:
@@ -174,6 +176,7 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         partition_column=spec.partition_column,
         kind=TableKind.EXTERNAL if external else TableKind.PRODUCT,
         start_date=owner.start_date,
+        end_date=owner.end_date,
         blocking_checks=blocking_checks(spec),
         source_file=owner.source_file,
         line=line,
@@ -199,6 +202,7 @@ class Owner:
     source_file: Path | None
     contacts: tuple[Contact, ...]
     classification: str
+    end_date: date | None = None
 
     @classmethod
     def of(cls, product: DataProduct) -> Owner:
@@ -210,6 +214,7 @@ class Owner:
             product.source_file,
             product.contacts,
             product.classification,
+            product.end_date,
         )
 
 

@@ -59,6 +59,7 @@ class Product:
         cron: str | None = None,
         rerun_history: bool = True,
         start_date: date | str | None = None,
+        end_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
     ) -> None:
@@ -79,6 +80,8 @@ class Product:
         }
         if start_date is not None:
             self.fields["start_date"] = start_date
+        if end_date is not None:
+            self.fields["end_date"] = end_date
         if domain is not None:
             self.fields["domain"] = domain
         self.transformations: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
@@ -230,6 +230,9 @@ class DataProduct(Strict):
     rerun_history: bool = True
     """Re-request historical partitions when an input re-publishes them (false: only the latest window)."""
     start_date: date = date(2021, 1, 1)
+    end_date: date | None = None
+    """The first day with no partitions (excluded, as Dagster's ``end_date``): a feed that stopped, or a fixed
+    history. None: partitions go on to the present."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
@@ -240,6 +243,14 @@ class DataProduct(Strict):
     def _cron(cls, value: str | None) -> str | None:
         if value is not None and not is_valid_cron_schedule(value):
             raise ValueError(f"not a valid cron schedule: {value!r}")
+        return value
+
+    @field_validator("end_date")
+    @classmethod
+    def _end_after_start(cls, value: date | None, info: ValidationInfo) -> date | None:
+        start = info.data.get("start_date")
+        if value is not None and start is not None and value <= start:
+            raise ValueError(f"end_date {value} must be after start_date {start} (it is the first day left out)")
         return value
 
     @property
