@@ -21,14 +21,14 @@ import dagster as dg
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
-from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
+from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all, load_domain
 from mesh_assets.graph.isolate import catalog_tables, discover_all
-from mesh_assets.graph.resolve import MeshGraph, Table
+from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.errors import SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
@@ -209,18 +209,31 @@ def build_definitions(
         """Every domain's assets: where an invalidation looks for the partitions that read the invalid ones."""
         return build_definitions(domains, extra=extra).resolve_asset_graph()
 
+    tool_keys = list(tool_keys)
     by_domain: dict[str, list[dg.AssetKey]] = {}
     for key in tool_keys:
         by_domain.setdefault(key.path[0], []).append(key)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
+        chosen = [name for name in domains if only is None or name in only]
         parts = [
-            _domain_definitions(graph, name, specs.folder, by_domain.get(name, []), whole_mesh)
-            for name, specs in domains.items()
-            if only is None or name in only
+            _domain_definitions(graph, name, domains[name].folder, by_domain.get(name, []), whole_mesh)
+            for name in chosen
         ]
-    return dg.Definitions.merge(*parts, dg.Definitions(resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR))
+    elsewhere = _defined_elsewhere(graph, chosen, set(tool_keys))
+    return dg.Definitions.merge(
+        *parts,
+        dg.Definitions(assets=elsewhere, resources={RESOURCE_KEY: MeshResource()}, executor=RUN_EXECUTOR),
+    )
+
+
+def _defined_elsewhere(graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey]) -> list[dg.AssetSpec]:
+    """The tables the ``chosen`` domains' outputs read that other code locations define (another domain's, dbt's),
+    with their partitions: each domain's automation is evaluated against its own location's graph."""
+    built = {t.key for t in graph.tables.values() if t.domain in chosen and t.kind is not TableKind.DBT} | tool_keys
+    read = {r.table.key: r.table for name in chosen for n in graph.nodes_of(name) for r in n.reads}
+    return [upstream_spec(table) for key, table in sorted(read.items()) if key not in built]
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
@@ -239,7 +252,7 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
 def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | None = None) -> dg.Definitions:
     """The code location of the dbt project's models: their assets (with checks), automation, failure alerts
     (to the owners the models' meta names), Mesh and dbt."""
-    from mesh_assets.automation.sensors import automation_sensor
+    from mesh_assets.automation.sensors import automation_sensors
     from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, build_dbt_assets, dbt_resource
     from mesh_assets.dbt.catalog import dbt_tables
 
@@ -250,9 +263,14 @@ def dbt_definitions(project: DbtProject | None = None, manifest_path: Path | Non
     alerts = [build_failure_sensor(d, [t for t in tables if t.domain == d], get_settings().alerts) for d in domains]
     return dg.Definitions(
         assets=[models],
+        # The daemon evaluates the models' automation against the whole workspace: their gate on the blocking
+        # checks of the domains' tables they read is Dagster's, which needs those checks in the graph.
         sensors=[
-            automation_sensor(domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation)
+            sensor
             for domain in domains
+            for sensor in automation_sensors(
+                domain, [k for k in models.keys if k.path[0] == domain], get_settings().automation, in_code_server=False
+            )
         ]
         + [sensor for sensor in alerts if sensor is not None],
         resources={RESOURCE_KEY: MeshResource(), DBT_RESOURCE_KEY: dbt_resource(project)},
