@@ -38,6 +38,28 @@ DBT_UNIQUE_ID_METADATA_KEY = "dagster_dbt/unique_id"
 """dagster-dbt's metadata key for a dbt node's unique id on its asset and check specs
 (``dagster_dbt.asset_utils.DAGSTER_DBT_UNIQUE_ID_METADATA_KEY``)."""
 
+STUB_ASSET_METADATA_KEY = "dagster/auto_created_stub_asset"
+"""The metadata Dagster puts on the placeholder of an upstream key a code location does not define
+(``dagster._core.definitions.assets.definition.asset_spec.SYSTEM_METADATA_KEY_AUTO_CREATED_STUB_ASSET``): where
+several locations define one key, the workspace shows the producer's definition, never a placeholder's."""
+
+
+def automation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
+    """The instance a custom automation condition is evaluated against (the public context does not name it)."""
+    return context.asset_graph_view.instance
+
+
+def subset_partition_keys(subset: Any) -> set[str | None]:
+    """The partition keys of an automation condition's subset; ``{None}`` for a non-empty unpartitioned one."""
+    return {ap.partition_key for ap in subset.expensively_compute_asset_partitions()}
+
+
+def subset_without(subset: Any, keys: set[str | None]) -> Any:
+    """``subset`` less the partitions ``keys`` (``None``: an unpartitioned asset's only one)."""
+    if None in keys:
+        return subset.compute_difference(subset)
+    return subset.compute_difference(subset.compute_intersection_with_partition_keys(keys))
+
 
 def dbt_invocation_params(
     context: dg.AssetExecutionContext, manifest: Mapping[str, Any], translator: DagsterDbtTranslator
@@ -57,12 +79,16 @@ __all__ = [
     "DATA_VERSION_TAG",
     "DBT_UNIQUE_ID_METADATA_KEY",
     "EXECUTOR_LOGGER",
+    "STUB_ASSET_METADATA_KEY",
     "AssetCheckEvaluationTargetMaterializationData",
     "AssetCheckExecutionRecordStatus",
     "AssetGraph",
     "PartitionsSubset",
+    "automation_instance",
     "dbt_invocation_params",
     "is_valid_cron_schedule",
+    "subset_partition_keys",
+    "subset_without",
 ]
 
 

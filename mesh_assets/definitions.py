@@ -20,7 +20,7 @@ import dagster as dg
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
-from mesh_assets.assets.specs import RESOURCE_KEY, external_spec
+from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
@@ -29,7 +29,7 @@ from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain
-from mesh_assets.graph.resolve import MeshGraph, Table
+from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, SpecValidationError, relative
@@ -262,12 +262,24 @@ def build_definitions(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
+        chosen = [name for name in domains if only is None or name in only]
         parts = [
             _domain_definitions(graph, name, domains[name].folder, models[name], whole_mesh, settings)
             for name in chosen
         ]
-    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources([m for ms in models.values() for m in ms])}
-    return dg.Definitions.merge(*parts, dg.Definitions(resources=resources, executor=RUN_EXECUTOR))
+    built = [m for ms in models.values() for m in ms]
+    elsewhere = _defined_elsewhere(graph, chosen, {k for m in built for k in m.keys})
+    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
+    return dg.Definitions.merge(*parts, dg.Definitions(assets=elsewhere, resources=resources, executor=RUN_EXECUTOR))
+
+
+def _defined_elsewhere(graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey]) -> list[dg.AssetSpec]:
+    """The tables the ``chosen`` domains' outputs read that other code locations define (another domain's, or a
+    dbt model not built here), with their partitions: each domain's automation is evaluated against its own
+    location's graph."""
+    built = {t.key for t in graph.tables.values() if t.domain in chosen and t.kind is not TableKind.DBT} | tool_keys
+    read = {r.table.key: r.table for name in chosen for n in graph.nodes_of(name) for r in n.reads}
+    return [upstream_spec(table) for key, table in sorted(read.items()) if key not in built]
 
 
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:

@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 
+from mesh_assets.compat import STUB_ASSET_METADATA_KEY
 from mesh_assets.graph.resolve import Table
 from mesh_assets.graph.revisions import REVISION_KEY
 from mesh_assets.model.checks import Freshness
@@ -83,3 +84,10 @@ def external_spec(product: DataProduct, table: Table) -> dg.AssetSpec:
         metadata=table_metadata(product, table),
         partitions_def=table.partitions_def,
     )
+
+
+def upstream_spec(table: Table) -> dg.AssetSpec:
+    """Another code location's table, as the location reading it needs it for automation: its key and partitions
+    (Dagster's own placeholder for an undefined upstream has none, so no partition of it would map to ours).
+    Marked as that placeholder, so the workspace shows the producer's definition of the table, never this one."""
+    return dg.AssetSpec(key=table.key, partitions_def=table.partitions_def, metadata={STUB_ASSET_METADATA_KEY: True})

@@ -29,6 +29,7 @@ from functools import cache, reduce
 
 import dagster as dg
 
+from mesh_assets.automation.ready import inputs_ready_elsewhere
 from mesh_assets.graph.resolve import Node
 
 AC = dg.AutomationCondition
@@ -110,10 +111,10 @@ def _held_back(quality: Keys) -> dg.AutomationCondition:
 
 
 @cache
-def _condition(
+def _parts(
     rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys
-) -> dg.AutomationCondition:
-    """The condition of one shape of output; cached, so outputs of the same shape share one object."""
+) -> tuple[tuple[dg.AutomationCondition, ...], str]:
+    """The conditions one shape of output ANDs, and its label; cached, so outputs of one shape share them."""
     parts = []
     if not rerun_history:
         parts.append(AC.in_latest_time_window())
@@ -124,20 +125,36 @@ def _condition(
     label = "mesh_dependencies" + ("" if rerun_history else "(latest_window)")
     if cron:
         label += f"(cron={cron})"
+    return tuple(parts), label
+
+
+@cache
+def _condition(*shape: object) -> dg.AutomationCondition:
+    """The condition of one shape of output (see :func:`_parts`), shared by the outputs of that shape."""
+    parts, label = _parts(*shape)  # type: ignore[arg-type]
     return reduce(operator.and_, parts).with_label(label)
 
 
 def output_condition(node: Node) -> dg.AutomationCondition | None:
     """The condition of one output; None for an output without inputs (nothing to react to) and for a draft or
-    retired one (materialized by hand only)."""
+    retired one (materialized by hand only).
+
+    Inputs in other code locations are also judged by the run's readiness rule, last, on the partitions
+    everything before let through (:mod:`mesh_assets.automation.ready`): there their checks are not in the graph.
+    """
     if not node.reads or not node.table.status.automated:
         return None
     by_partition, whole, quality = input_keys(node)
     inputs = {*by_partition, *whole}
-    return _condition(
+    shape = (
         node.product.rerun_history,
         node.product.cron,
         _subset(by_partition, inputs),
         _subset(whole, inputs),
         _subset(quality, inputs),
     )
+    elsewhere = inputs_ready_elsewhere(node)
+    if elsewhere is None:
+        return _condition(*shape)
+    parts, label = _parts(*shape)
+    return reduce(operator.and_, [*parts, elsewhere]).with_label(label)

@@ -40,6 +40,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
         if not grain.partitioned:
             continue
         first = midnight(node.product.start_date)
+        end = midnight(node.product.end_date) if node.product.end_date else None
         for read in node.reads:
             inp, upstream = read.input, read.table
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
@@ -51,6 +52,8 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                 start = closed - back * grain.step
                 if start < first:
                     break
+                if end is not None and start >= end:
+                    continue  # the consumer's partitions stopped: nothing after its end is late
                 needed = input_range(inp, upstream, PartitionRange(grain, start, start))
                 missing = [k for k in (needed.keys() if needed else []) if k not in done]
                 window_end = start + grain.step

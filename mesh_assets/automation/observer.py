@@ -98,6 +98,9 @@ def _keys(table: Table, changes: Changes, warn: Callable[[str], None]) -> dict[s
             if key is None or key[:10] < table.start_date.isoformat():
                 warn(f"{where} is before the table's start date {table.start_date}; skipped")
                 continue
+            if table.end_date is not None and key[:10] >= table.end_date.isoformat():
+                warn(f"{where} is on or after the table's end date {table.end_date} (its partitions stop); skipped")
+                continue
             if table.regions:
                 region = found.get(table.region_column)
                 if region not in table.regions:

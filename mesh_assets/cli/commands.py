@@ -75,8 +75,12 @@ run_retries:
   enabled: true
   max_retries: 1
   retry_on_asset_or_op_failure: false
-# The daemon evaluates each domain's automation sensor on its own thread: a domain whose evaluation is slow
-# delays its own tick, not the other domains' (bench/domain_isolation.py).
+# Each domain's automation is evaluated in its own code server; the daemon asks for each sensor's tick on a
+# thread of its own, so a domain whose evaluation is slow (or hangs until its timeout) delays only its own tick
+# (bench/domain_isolation.py). The dbt models' automation is evaluated by the daemon itself, also on threads.
+sensors:
+  use_threads: true
+  num_workers: 4
 auto_materialize:
   use_threads: true
   num_workers: 4

@@ -86,6 +86,8 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     rerun_history: bool = True
     start_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
     """The first partition (default: the domain's, else 2021-01-01)."""
+    end_date: Annotated[date | None, dg.Resolver.default(model_field_type=date | None)] = None
+    """The first day with no partitions (excluded); unset, partitions go on to the present."""
     domain: str | None = None
     engine: Literal["session", "submit"] | None = None
     """Where the product's runs compute and publish; default: the deployment's ``engine.mode``."""

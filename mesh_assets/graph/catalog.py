@@ -115,6 +115,7 @@ def table_json(table: Table) -> dict[str, Any]:
         "product": table.product,
         "owner": table.owner,
         "start_date": table.start_date.isoformat(),
+        "end_date": table.end_date.isoformat() if table.end_date else None,
         "source_file": str(table.source_file) if table.source_file else None,
         "contacts": [c.model_dump() for c in table.contacts],
         "classification": table.classification,
@@ -178,6 +179,7 @@ def table_from_json(data: dict[str, Any]) -> Table:
         Status(data["status"]),  # as declared, or the output's own (which its spec restores)
         date.fromisoformat(data["sunset"]) if data["sunset"] else None,
         data["revision"],
+        date.fromisoformat(data["end_date"]) if data["end_date"] else None,
     )
     computed: dict[str, object] = {}
     if model is Output:

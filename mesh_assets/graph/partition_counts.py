@@ -3,7 +3,8 @@
 Dagster lists every partition of an asset on its pages and in its backfill dialog; past a few tens of
 thousands the asset page and the partition picker load slowly. An hourly table that goes back years gets there
 (2021-06-01 to 2026 is about 48,000 hours), so ``mesh validate`` warns before a team ships one, naming the
-table, its file and line, its count and the start date that would keep it under the threshold.
+table, its file and line, its count and the start date that would keep it under the threshold. A table whose
+partitions stop (``end_date``: a retired feed, a fixed history) counts only up to its end.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ MAX_PARTITIONS = 25_000
 
 def partition_count(table: Table, now: datetime) -> int:
     """How many partitions Dagster shows for ``table`` at ``now``: each date (or hour) from its start date
-    up to the last complete one, times its regions."""
+    up to the last complete one (or its end date), times its regions."""
     if not table.grain.partitioned:
         return 0
     assert table.grain.step is not None
-    elapsed = table.grain.floor(now) - midnight(table.start_date)
+    last = table.grain.floor(now)
+    if table.end_date is not None:
+        last = min(last, midnight(table.end_date))
+    elapsed = last - midnight(table.start_date)
     return max(0, elapsed // table.grain.step) * max(1, len(table.regions))
 
 
@@ -49,7 +53,7 @@ def partition_count_warnings(
                 "start_date",
                 f"{table.ref} has {count:,} {table.grain} partitions since {table.start_date}, more than the "
                 f"{limit:,} Dagster's UI lists quickly; a start_date on or after {first_day} stays "
-                "under it",
+                "under it (a feed that has stopped can declare its end_date instead)",
             )
         )
     return sorted(warnings)

@@ -90,6 +90,8 @@ class Table:
     line: int | None
     regions: tuple[str, ...] = ()
     region_column: str = "region"
+    end_date: date | None = None
+    """The first day with no partitions (excluded); None: they go on to the present."""
     inputs: tuple[tuple[str, str], ...] = ()
     """The ``(domain, table)`` of every table this one reads."""
     declared: tuple[DeclaredInput, ...] = ()
@@ -134,7 +136,7 @@ class Table:
 
     @property
     def partitions_def(self) -> dg.PartitionsDefinition | None:
-        return self.grain.partitions_def(self.start_date, self.regions or None)
+        return self.grain.partitions_def(self.start_date, self.regions or None, self.end_date)
 
     @property
     def external(self) -> bool:
@@ -195,6 +197,7 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         partition_column=spec.partition_column,
         kind=TableKind.EXTERNAL if external else TableKind.PRODUCT,
         start_date=owner.start_date,
+        end_date=owner.end_date,
         blocking_checks=blocking_checks(spec),
         source_file=owner.source_file,
         line=line,
@@ -229,6 +232,7 @@ class Owner:
     status: Status = Status.ACTIVE
     sunset: date | None = None
     revision: str | None = None
+    end_date: date | None = None
 
     @classmethod
     def of(cls, product: DataProduct, revision: str | None = None) -> Owner:
@@ -244,6 +248,7 @@ class Owner:
             product.status,
             product.sunset,
             revision,
+            product.end_date,
         )
 
 

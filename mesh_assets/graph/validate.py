@@ -92,6 +92,8 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             )
         if table.grain is Grain.DAILY and info.grain is Grain.HOURLY and inp.window == "last":
             err(inp, ".window", "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'")
+        if (problem := _outlives(table, info, inp.window)) is not None:
+            err(inp, "", problem)
     return errors
 
 
@@ -126,6 +128,21 @@ def _check_tool_reads(table: Table, graph: MeshGraph) -> list[SpecError]:
             )
         )
     return errors
+
+
+def _outlives(table: Table, upstream: Table, window: str) -> str | None:
+    """Why ``table`` may not read ``upstream`` by ``window``: its partitions would go on past the upstream's end
+    date, each one waiting forever for input partitions that will never exist (and alerting as late)."""
+    end = upstream.end_date
+    if end is None or window == "all" or not (table.grain.partitioned and upstream.grain.partitioned):
+        return None
+    if table.end_date is not None and table.end_date <= end:
+        return None
+    mine = f"ends on {table.end_date}" if table.end_date else "has no end_date"
+    return (
+        f"{upstream.ref} has no partitions from {end} on (its end_date), but {table.ref} {mine}: give product "
+        f"{table.product} an end_date on or before {end}, or read {upstream.ref} with window 'all'"
+    )
 
 
 def _check_transformation_code(product: DataProduct) -> list[SpecError]:

@@ -70,6 +70,7 @@ class Product:
         cron: str | None = None,
         rerun_history: bool = True,
         start_date: date | str | None = None,
+        end_date: date | str | None = None,
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
         engine: str | None = None,
@@ -90,6 +91,8 @@ class Product:
         self.fields.update({k: v for k, v in given.items() if v is not None})
         if contacts is not None:
             self.fields["contacts"] = list(contacts)
+        if end_date is not None:
+            self.fields["end_date"] = end_date
         if domain is not None:
             self.fields["domain"] = domain
         if engine is not None:

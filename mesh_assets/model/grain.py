@@ -152,9 +152,12 @@ class Grain:
         value = utc(value).replace(minute=0, second=0, microsecond=0)
         return value.replace(hour=0) if self is Grain.DAILY else value
 
-    def partitions_def(self, start: date, regions: tuple[str, ...] | None = None) -> dg.PartitionsDefinition | None:
-        """Dagster's partitions definition from ``start`` (with a region dimension for ``regions``)."""
-        return _partitions_def(self.name, start, tuple(regions) if regions else None)
+    def partitions_def(
+        self, start: date, regions: tuple[str, ...] | None = None, end: date | None = None
+    ) -> dg.PartitionsDefinition | None:
+        """Dagster's partitions definition from ``start`` up to ``end`` (excluded; None: the present), with a
+        region dimension for ``regions``."""
+        return _partitions_def(self.name, start, tuple(regions) if regions else None, end)
 
 
 Grain.DAILY = Grain("daily", "%Y-%m-%d", "yyyy-MM-dd", "date", timedelta(days=1))
@@ -163,17 +166,21 @@ Grain.NONE = Grain("none", None, None, None, None)
 
 
 @lru_cache(maxsize=256)
-def _partitions_def(name: str, start: date, regions: tuple[str, ...] | None) -> dg.PartitionsDefinition | None:
-    """One shared definition per (grain, start, regions), so identical tables compare equal and load fast."""
+def _partitions_def(
+    name: str, start: date, regions: tuple[str, ...] | None, end: date | None
+) -> dg.PartitionsDefinition | None:
+    """One shared definition per (grain, start, regions, end), so identical tables compare equal and load fast."""
     grain = Grain.of(name)
     if grain is Grain.DAILY and regions:
         return dg.MultiPartitionsDefinition(
-            {DATE: _partitions_def(name, start, None), REGION: dg.StaticPartitionsDefinition(list(regions))}
+            {DATE: _partitions_def(name, start, None, end), REGION: dg.StaticPartitionsDefinition(list(regions))}
         )
     if grain is Grain.DAILY:
-        return dg.DailyPartitionsDefinition(start_date=start.isoformat())
+        return dg.DailyPartitionsDefinition(start_date=start.isoformat(), end_date=end and end.isoformat())
     if grain is Grain.HOURLY:
-        return dg.HourlyPartitionsDefinition(start_date=f"{start.isoformat()}-00:00")
+        return dg.HourlyPartitionsDefinition(
+            start_date=f"{start.isoformat()}-00:00", end_date=end and f"{end.isoformat()}-00:00"
+        )
     return None
 
 

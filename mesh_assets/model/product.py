@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from mesh_assets.compat import is_valid_cron_schedule
@@ -215,6 +215,9 @@ class DataProduct(Strict):
     engine: EngineMode | None = None
     """Where the product's runs compute and publish (``session`` or ``submit``); unset, the deployment's
     ``engine.mode``."""
+    end_date: date | None = None
+    """The first day with no partitions (excluded, as Dagster's ``end_date``): a feed that stopped, or a fixed
+    history. None: partitions go on to the present."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None
@@ -225,6 +228,14 @@ class DataProduct(Strict):
     def _cron(cls, value: str | None) -> str | None:
         if value is not None and not is_valid_cron_schedule(value):
             raise ValueError(f"not a valid cron schedule: {value!r}")
+        return value
+
+    @field_validator("end_date")
+    @classmethod
+    def _end_after_start(cls, value: date | None, info: ValidationInfo) -> date | None:
+        start = info.data.get("start_date")
+        if value is not None and start is not None and value <= start:
+            raise ValueError(f"end_date {value} must be after start_date {start} (it is the first day left out)")
         return value
 
     @property

@@ -24,13 +24,14 @@ pytestmark = pytest.mark.spark
 EVENTS = dg.AssetKey(["central", "raw_events"])
 
 
-def product(*tables: ExternalTable) -> DataProduct:
+def product(*tables: ExternalTable, end_date: str | None = None) -> DataProduct:
     return DataProduct(
         domain="central",
         name="events",
         owner="team:central",
         contacts=[{"kind": "chat", "value": "#central"}],
         start_date="2021-06-01",
+        end_date=end_date,
         external=tables,
     )
 
@@ -196,17 +197,24 @@ def test_one_unreadable_log_skips_that_table_alerts_once_and_is_read_again(spark
 
 def test_values_that_are_not_partitions_of_the_table_are_reported_and_skipped(spark, tmp_path) -> None:
     _, mesh, location = observer(tmp_path)
-    bad = ("2021-06-01 01:30", "2999-01-01 00:00", "2021-05-31 23:00")  # off the hour, future, before start
+    # off the hour, future, before the start, past the end (the table's hours stop with 2021-06-01)
+    bad = ("2021-06-01 01:30", "2999-01-01 00:00", "2021-05-31 23:00", "2021-06-02 00:00")
     land(spark, location, "2021-06-01 00:00", *bad)
     warnings: list[str] = []
-    tables = list(tables_of(HOURLY))
+    ending = product(*HOURLY.external, end_date="2021-06-02")
+    tables = list(tables_of(ending))
     events, cursor = observe(tables, mesh.registry, {}, warnings.append)  # a first observation (the snapshot)
     assert [e.partition for e in events] == ["2021-06-01-00:00"]
     land(spark, location, "2021-06-01 02:00", *bad)
     events, _ = observe(tables, mesh.registry, cursor, warnings.append)  # a new commit (its log entry)
     assert [e.partition for e in events] == ["2021-06-01-02:00"]
-    assert len(warnings) == 6
-    for reason in ("is not on the hour (UTC)", "is in the future", "is before the table's start date 2021-06-01"):
+    assert len(warnings) == 8
+    for reason in (
+        "is not on the hour (UTC)",
+        "is in the future",
+        "is before the table's start date 2021-06-01",
+        "is on or after the table's end date 2021-06-02 (its partitions stop)",
+    ):
         assert sum(reason in w and "central.raw_events" in w and "p_hour" in w for w in warnings) == 2
 
 

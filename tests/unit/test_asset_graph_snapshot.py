@@ -30,6 +30,8 @@ def _partitions(partitions_def: dg.PartitionsDefinition | None) -> dict[str, Any
         out["start"] = partitions_def.start.isoformat()
         out["cron_schedule"] = partitions_def.cron_schedule
         out["timezone"] = partitions_def.timezone
+        if partitions_def.end is not None:
+            out["end"] = partitions_def.end.isoformat()
     return out
 
 

@@ -1,11 +1,16 @@
 """Automation conditions of Mesh outputs, evaluated in-process against an ephemeral instance (no Spark).
 
-Upstream publications and check results are reported as runless events; time is simulated.
+Upstream publications and check results are reported as runless events; time is simulated. Every case runs
+twice: over the whole mesh in one graph (the demo, the tests), and over the consumer domain's code location as
+its code server evaluates it (``use_user_code_server``), where the producer domain's tables are placeholders
+with their partitions and without their checks.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +21,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetC
 from mesh_assets.assets.outputs import build_output_asset
 from mesh_assets.assets.specs import external_spec
 from mesh_assets.automation.conditions import output_condition
+from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import DomainSpecs
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.checks import NotNull
@@ -31,6 +37,18 @@ REGIONS = ("apac", "eu", "latam")
 CHECK = dg.AssetCheckKey(CLEAN, "not_null_id")
 
 
+def _fn(inputs: dict[str, Input]) -> Callable[..., None]:
+    """A transformation that is never run, with the parameters its inputs name (as governance requires)."""
+
+    def build(**_: object) -> None:
+        return None
+
+    build.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in inputs]
+    )
+    return build
+
+
 def _product(domain: str, name: str, outputs: list[tuple[Output, dict[str, Input]]], **kw) -> DataProduct:
     return DataProduct(
         domain=domain,
@@ -38,7 +56,7 @@ def _product(domain: str, name: str, outputs: list[tuple[Output, dict[str, Input
         owner="team:data",
         contacts=[{"kind": "chat", "value": "#data"}],
         start_date=START,
-        transformations=[PySparkTransformation(output=o, inputs=i, fn=lambda **_: None) for o, i in outputs],
+        transformations=[PySparkTransformation(output=o, inputs=i, fn=_fn(i)) for o, i in outputs],
         **kw,
     )
 
@@ -47,7 +65,7 @@ def _same(table: str, **kw) -> Input:
     return Input(table=table, window=Window(kind="same"), **kw)
 
 
-def build_defs() -> dg.Definitions:
+def domains() -> dict[str, DomainSpecs]:
     up = _product(
         "up",
         "up",
@@ -82,23 +100,37 @@ def build_defs() -> dg.Definitions:
         "down", "latest", [(Output(table="latest_only"), {"clean": _same("up.clean")})], rerun_history=False
     )
     timed = _product("down", "timed", [(Output(table="timed"), {"clean": _same("up.clean")})], cron="0 6 * * *")
-    domains = {
+    return {
         "up": DomainSpecs("up", Path("."), [up]),
         "down": DomainSpecs("down", Path("."), [down, latest, timed]),
     }
-    graph = MeshGraph(domains)
+
+
+def whole_mesh() -> dg.Definitions:
+    graph = MeshGraph(domains())
+    up = graph.products_of("up")[0]
     assets: list = [external_spec(up, t) for t in graph.tables.values() if t.external]
     assets += [build_output_asset(node, output_condition(node)) for node in graph.nodes.values()]
     return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
 
 
+def down_location() -> dg.Definitions:
+    """The ``down`` domain's code location: its own products, and ``up``'s tables as the catalog describes them."""
+    every = domains()
+    up = list(MeshGraph({"up": every["up"]}).tables.values())
+    return build_definitions({"down": every["down"]}, only={"down"}, extra=up)
+
+
+BUILDS = {"whole mesh": whole_mesh, "down's code location": down_location}
+
+
 class Ticker:
     """Evaluates the conditions tick by tick, carrying the cursor like the sensor does."""
 
-    def __init__(self) -> None:
+    def __init__(self, build: Callable[[], dg.Definitions] = whole_mesh) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.defs = build_defs()
+            self.defs = build()
         self.instance = dg.DagsterInstance.ephemeral()
         self.cursor = None
         self.now = datetime(2024, 1, 10, 1, 0)
@@ -147,9 +179,9 @@ class Ticker:
         )
 
 
-@pytest.fixture
-def ticker() -> Ticker:
-    t = Ticker()
+@pytest.fixture(params=list(BUILDS))
+def ticker(request: pytest.FixtureRequest) -> Ticker:
+    t = Ticker(BUILDS[request.param])
     assert t.tick() == {}  # the first evaluation only initialises the cursor
     return t
 
@@ -181,6 +213,18 @@ def test_failed_blocking_check_requests_nothing_but_ignore_quality_consumers(tic
     requested = ticker.tick(at=datetime(2024, 1, 11, 1, 0))
     assert requested["down/report"] == {"2024-01-10"}
     assert ticker.tick() == {}
+
+
+def test_a_republished_partition_reruns_only_the_partitions_that_read_it(ticker: Ticker) -> None:
+    """In a domain's own location this needs the producer's partitions: Dagster's placeholder for another
+    location's table has none, and an update of it would re-request every partition of its readers."""
+    for day in ("2024-01-08", "2024-01-09"):
+        for hour in range(24):
+            ticker.publish(RAW_HOURLY, f"{day}-{hour:02d}:00")
+    assert ticker.tick() == {"down/rollup": {"2024-01-08", "2024-01-09"}}
+    assert ticker.tick() == {}
+    ticker.publish(RAW_HOURLY, "2024-01-08-05:00")  # a late correction of one hour
+    assert ticker.tick() == {"down/rollup": {"2024-01-08"}}
 
 
 def test_republished_history_reruns_unless_latest_window_only(ticker: Ticker) -> None:
@@ -259,3 +303,39 @@ def test_a_tick_with_nothing_new_runs_the_hold_back_tests_on_no_partition(ticker
     evaluation = ticker.results[dg.AssetKey(["down", "report"])].serializable_evaluation
     [ready] = [e for e in evaluation.child_evaluations if e.condition_snapshot.label == "inputs_ready"]
     assert ready.candidate_subset.size == 0
+
+
+def test_the_domain_sensor_runs_in_its_code_server_over_its_own_location() -> None:
+    """What the code server runs on each tick: the domain's sensor, over the location's graph, in which the other
+    domain's table has its partitions but not its checks (those stay defined once, in their own location)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        defs = down_location()
+    graph = defs.resolve_asset_graph()
+    clean = graph.get(CLEAN)
+    assert not clean.is_executable and clean.partitions_def is not None and not clean.check_keys
+    sensor = defs.get_sensor_def("down__automation")
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
+    assert sensor.sensor_type.value == "AUTOMATION"  # use_user_code_server: evaluated by the code server
+
+    ticker = Ticker(down_location)
+    repository = defs.get_repository_def()
+
+    def evaluate(cursor: str | None) -> tuple[set[tuple[str, str]], str | None]:
+        with dg.build_sensor_context(instance=ticker.instance, cursor=cursor, repository_def=repository) as context:
+            result = sensor(context)
+        requested = set()
+        for request in result.run_requests:  # runs, or one backfill where an asset has several partitions
+            if request.asset_graph_subset is not None:
+                pairs = request.asset_graph_subset.iterate_asset_partitions()
+                requested |= {(p.asset_key.to_user_string(), p.partition_key) for p in pairs}
+            else:
+                requested |= {(k.to_user_string(), request.partition_key) for k in request.asset_selection or ()}
+        return requested, result.cursor
+
+    _, cursor = evaluate(None)
+    ticker.publish(CLEAN, "2024-01-08", check_passed=False)
+    ticker.publish(CLEAN, "2024-01-09")
+    requested, cursor = evaluate(cursor)
+    assert ("down/report", "2024-01-09") in requested and ("down/relaxed", "2024-01-08") in requested
+    assert ("down/report", "2024-01-08") not in requested  # its input's blocking check failed

@@ -61,6 +61,14 @@ def test_bad_partitions_are_refused(graph, start, end, message):
         plan_backfill(graph, "food_delivery.orders", start, end)
 
 
+def test_partitions_past_an_end_date_are_refused(graph):
+    """central's example history stops with June 2021 (``end_date: 2021-07-01``): a backfill into July names
+    the table's last partition and plans nothing."""
+    refused = r"2021-07-01 does not exist \(partitions run from 2021-06-01 to 2021-06-30\)"
+    with pytest.raises(BackfillError, match=refused):
+        plan_backfill(graph, "central.order_descriptors", "2021-06-30", "2021-07-01")
+
+
 def targets(backfill, graph) -> dict[str, list[str]]:
     """A stored backfill's target, as ``BackfillPlan.as_dict`` lists it."""
     target = backfill.asset_backfill_data.target_subset

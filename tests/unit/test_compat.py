@@ -228,3 +228,32 @@ def test_a_step_that_opened_a_pipes_session_may_record_partitioned_check_evaluat
     assert [(e.check_name, e.partition, e.passed) for e in ended.get_asset_check_evaluations()] == [
         ("ok", "2021-06-01", True)
     ]
+
+
+def test_the_stub_marker_is_the_one_dagster_puts_on_an_undefined_upstream():
+    from dagster._core.definitions.assets.definition.asset_spec import SYSTEM_METADATA_KEY_AUTO_CREATED_STUB_ASSET
+
+    assert compat.STUB_ASSET_METADATA_KEY == SYSTEM_METADATA_KEY_AUTO_CREATED_STUB_ASSET
+    defs = dg.Definitions(assets=[dg.AssetSpec(WEEKLY, deps=[RAW])])
+    assert defs.resolve_asset_graph().get(RAW).metadata[compat.STUB_ASSET_METADATA_KEY] is True
+
+
+class _AllBut(dg.AutomationCondition):
+    """True for every candidate partition but 2021-06-02, seen through the compat helpers."""
+
+    seen: list = []
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        keys = compat.subset_partition_keys(context.candidate_subset)
+        self.seen.append((compat.automation_instance(context), keys))
+        return dg.AutomationResult(context, compat.subset_without(context.candidate_subset, {"2021-06-02"}))
+
+
+def test_a_custom_condition_reads_its_instance_and_partitions_and_drops_some():
+    asset = dg.AssetSpec(RAW, partitions_def=DAILY, automation_condition=_AllBut())
+    with dg.DagsterInstance.ephemeral() as instance, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = dg.evaluate_automation_conditions(defs=[asset], instance=instance)
+        [(seen_instance, keys)] = _AllBut.seen
+    assert seen_instance is instance and keys == set(DAILY.get_partition_keys())
+    assert set(result.get_requested_partitions(RAW)) == keys - {"2021-06-02"}

@@ -43,10 +43,11 @@ def domains():
 def test_each_domains_location_builds_the_dbt_models_it_owns(domains, domain: str, models: set[str]) -> None:
     defs = build_definitions(domains, only={domain}, dbt=True)
     assert dbt_keys(defs) == models
-    if models:  # the domain's automation sensor evaluates them with its products
-        [sensor] = [s for s in defs.sensors if s.name == f"{domain}__automation"]
+    if models:  # the domain's dbt automation sensor evaluates them, by the daemon against the whole workspace
+        [sensor] = [s for s in defs.sensors if s.name == f"{domain}__dbt__automation"]
         targets = {k.to_user_string() for k in sensor.asset_selection.resolve(defs.resolve_asset_graph())}
-        assert models <= targets
+        assert targets == models
+        assert sensor.sensor_type.value == "AUTO_MATERIALIZE"  # evaluated by the daemon, not a code server
 
 
 def test_no_location_builds_every_model(domains) -> None:

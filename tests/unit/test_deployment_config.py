@@ -140,12 +140,16 @@ def test_setup_writes_the_instance_the_setting_names_and_leaves_a_foreign_file_a
     assert dagster_home.read_text() == "storage: {}\n"
 
 
-def test_the_daemon_evaluates_each_domains_automation_on_its_own_thread(tmp_path: Path) -> None:
-    # One sensor per domain; on a thread each, a domain whose evaluation is slow does not hold back the others.
+def test_the_daemon_asks_for_each_domains_tick_on_its_own_thread(tmp_path: Path) -> None:
+    # One sensor per domain, evaluated in the domain's code server; the daemon waits for each on a thread of its
+    # own, so a domain whose evaluation is slow does not hold back the others (the dbt models' sensor, evaluated
+    # by the daemon itself, gets threads too).
     (tmp_path / "dagster.yaml").write_text(commands.instance_yaml("sqlite"))
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
-        settings = instance.get_settings("auto_materialize")
-    assert settings["use_threads"] is True and settings["num_workers"] >= 2
+        sensors, automation = instance.get_settings("sensors"), instance.get_settings("auto_materialize")
+        assert instance.auto_materialize_use_sensors  # sensors evaluated in code servers need it
+    assert sensors["use_threads"] is True and sensors["num_workers"] >= 2
+    assert automation["use_threads"] is True and automation["num_workers"] >= 2
 
 
 def test_the_session_time_zone_stays_utc_whatever_the_settings_say():

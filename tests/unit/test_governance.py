@@ -378,3 +378,31 @@ def test_owners_and_tags_follow_dagsters_rules(monkeypatch: pytest.MonkeyPatch) 
 def test_identifiers_are_matched_whole(name: str) -> None:
     with pytest.raises(ValueError, match="invalid identifier"):
         check_identifier(name)
+
+
+def test_end_dates_after_the_start_and_consumers_that_stop_with_their_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retired feed (``end_date``) has no partitions from its end on: a consumer reading it by a partitioned
+    window must stop by then too, or its later partitions would wait (and alert as late) forever; reading it
+    whole, or stopping with it, is accepted."""
+    stops = "sales.raw_clicks has no partitions from 2022-01-01 on (its end_date), but"
+    fix = "an end_date on or before 2022-01-01, or read sales.raw_clicks with window 'all'"
+    assert errors_of("end_dates", monkeypatch) == [
+        E(
+            "sales/backwards.yaml",
+            4,
+            "end_date",
+            "Value error, end_date 2021-06-01 must be after start_date 2021-06-01 (it is the first day left out)",
+        ),
+        E(
+            "sales/readers.yaml",
+            9,
+            "tables.0.inputs.raw_clicks",
+            f"{stops} sales.clicks_per_day has no end_date: give product readers {fix}",
+        ),
+        E(
+            "sales/too_long.yaml",
+            10,
+            "tables.0.inputs.raw_clicks",
+            f"{stops} sales.clicks_a_month_too_long ends on 2022-02-01: give product too_long {fix}",
+        ),
+    ]

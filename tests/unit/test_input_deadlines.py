@@ -59,6 +59,20 @@ def test_late_input_flags_the_partition_once_and_alerts_the_owner(webhook):
     assert again.asset_events == [] and len(receiver) == 2
 
 
+def test_nothing_is_late_after_the_consumers_end_date(webhook):
+    """courier's example history stops with June 2021 (``end_date: 2021-07-01``): days after it are not its
+    partitions, so a daemon running today flags and alerts nothing, while June's last days still count."""
+    receiver, point = webhook
+    point("courier")
+    instance, nodes = courier()
+    tick = evaluate_deadlines(instance, nodes, None, datetime(2021, 7, 3, 9))
+    june = {"2021-06-26", "2021-06-27", "2021-06-28", "2021-06-29", "2021-06-30"}  # 07-01 and 07-02 are not
+    assert {e.partition for e in tick.asset_events} == june
+    alerts = len(receiver)
+    assert evaluate_deadlines(instance, nodes, None, datetime(2026, 11, 25, 9)).asset_events == []
+    assert len(receiver) == alerts
+
+
 def test_the_sensor_flags_only_hours_that_have_passed_in_utc():
     # hour_counts' input is 1 h late when an hour is unpublished 1 h after it closed; nothing is ever published
     domains = load_all(HOURLY)

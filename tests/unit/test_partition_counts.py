@@ -41,3 +41,15 @@ def test_a_table_at_the_threshold_passes_and_one_past_it_is_named_with_a_start_d
     assert (warning.line, warning.field) == (9, "start_date")
     assert "clicks.raw_clicks has 25,001 hourly partitions since 2020-01-01" in warning.message
     assert "a start_date on or after 2020-01-02 stays under it" in warning.message
+
+
+def test_a_table_whose_partitions_stop_counts_only_up_to_its_end_date(graph: MeshGraph) -> None:
+    """A retired feed (a year of hours, ended in 2016) is never above the threshold, however late it is now: its
+    count, like Dagster's list of its partitions, stops at its end date."""
+    retired = graph.get("clicks", "raw_clicks_2015")
+    assert retired is not None and retired.end_date == date(2016, 1, 1)
+    now = datetime(2026, 11, 25, 10, tzinfo=UTC)
+    assert partition_count(retired, now) == 365 * 24
+    assert len(retired.partitions_def.get_partition_keys(current_time=now)) == 365 * 24
+    assert retired.partitions_def.get_last_partition_key() == "2015-12-31-23:00"
+    assert [w.message.split()[0] for w in partition_count_warnings(graph.tables.values(), now)] == ["clicks.raw_clicks"]

@@ -1,0 +1,66 @@
+"""Readiness of inputs that live in other code locations, as an automation condition evaluated in a domain's own.
+
+Each domain's automation is evaluated in its own code server (``use_user_code_server``), against its own code
+location's asset graph. Another domain's table is there only as a placeholder with its partitions
+(:func:`mesh_assets.assets.specs.upstream_spec`), so Dagster's conditions map partitions and see materializations
+and runs across domains, but not the table's checks: a check key is defined once in the workspace (a second
+definition in a consumer's location would take the check's place in the UI), so ``any_checks_match`` finds no
+blocking check on a placeholder and would let a consumer through on a failed one. This condition asks the
+instance instead, with the run's own readiness rule (:mod:`mesh_assets.run.readiness`): automation requests
+exactly the partitions a run would accept.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from mesh_assets.compat import automation_instance, subset_partition_keys, subset_without
+from mesh_assets.graph.resolve import Node, Read, Table, TableKind
+from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.readiness import unready
+
+
+def in_other_location(node: Node, table: Table) -> bool:
+    """Whether ``table`` is defined in another code location than ``node``'s: another domain's, or a dbt model
+    (the dbt project is a location of its own)."""
+    return table.domain != node.domain or table.kind is TableKind.DBT
+
+
+class InputsReadyElsewhere(dg.AutomationCondition):
+    """True for the partitions whose inputs from other code locations are published and passed their blocking
+    checks on their current data (``ignore_quality`` inputs: published)."""
+
+    def __init__(self, node: Node, reads: tuple[Read, ...]) -> None:
+        self._grain = node.table.grain
+        self._reads = [(read.input, read.table) for read in reads]
+        self._tables = ", ".join(sorted({read.table.ref for read in reads}))
+
+    @property
+    def name(self) -> str:
+        return "inputs_in_other_locations_ready"
+
+    @property
+    def description(self) -> str:
+        return f"{self._tables} published and their blocking checks passed"
+
+    @property
+    def requires_cursor(self) -> bool:
+        return False
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        candidates = context.candidate_subset
+        keys = subset_partition_keys(candidates)
+        if not keys:
+            return dg.AutomationResult(context, candidates)
+        part = None
+        if None not in keys:
+            starts = sorted(self._grain.parse(k) for k in keys if k is not None)
+            part = PartitionRange(self._grain, starts[0], starts[-1])
+        refused = set(unready(automation_instance(context), self._reads, part)) & keys
+        return dg.AutomationResult(context, subset_without(candidates, refused) if refused else candidates)
+
+
+def inputs_ready_elsewhere(node: Node) -> InputsReadyElsewhere | None:
+    """The condition over ``node``'s inputs from other code locations; None when it reads none."""
+    reads = tuple(read for read in node.reads if in_other_location(node, read.table))
+    return InputsReadyElsewhere(node, reads) if reads else None
