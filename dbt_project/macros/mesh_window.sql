@@ -1,8 +1,10 @@
-{#- The run's partition window, from the vars Mesh passes (--vars '{"min_date": ..., "max_date": ...}').
+{#- The run's partition window. Mesh sets MESH_DBT_MIN_DATE / MESH_DBT_MAX_DATE: a changed --vars makes dbt
+    parse the whole project again, a changed environment variable does not. By hand, `dbt compile --vars
+    '{"min_date": ..., "max_date": ...}'` sets the window (defaults in dbt_project.yml).
     Values are parsed as dates before they reach SQL, so nothing but a date literal is ever rendered. -#}
 {% macro mesh_window_bounds() -%}
-  {%- set lo = modules.datetime.date.fromisoformat(var('min_date') | string) -%}
-  {%- set hi = modules.datetime.date.fromisoformat(var('max_date') | string) -%}
+  {%- set lo = modules.datetime.date.fromisoformat(env_var('MESH_DBT_MIN_DATE', var('min_date')) | string) -%}
+  {%- set hi = modules.datetime.date.fromisoformat(env_var('MESH_DBT_MAX_DATE', var('max_date')) | string) -%}
   {%- if lo > hi -%}
     {{ exceptions.raise_compiler_error("min_date " ~ lo ~ " is after max_date " ~ hi) }}
   {%- endif -%}

@@ -4,7 +4,8 @@
   code location builds them: one multi-asset per first partition (a model's ``meta.start_date``, else the
   domain's ``domain.yaml``), which is usually one per domain;
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
-- a run's partition window reaches dbt as ``--vars '{"min_date": ..., "max_date": ...}'``; a range is one
+- a run's partition window reaches dbt as the environment variables ``MESH_DBT_MIN_DATE`` /
+  ``MESH_DBT_MAX_DATE`` (a new ``--vars`` would make dbt parse the whole project on every run); a range is one
   run (``BackfillPolicy.single_run()``);
 - dbt compiles and Mesh publishes: each model's rows are staged, its dbt tests (asset checks, blocking when
   their severity is ``error``) run on each partition's rows, and only the partitions that passed replace

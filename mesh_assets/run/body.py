@@ -18,9 +18,10 @@ from mesh_assets.graph.resolve import Node
 from mesh_assets.lineage.capture import observed_reads
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.run.compute import compute
+from mesh_assets.run.compute import compute, input_versions
 from mesh_assets.run.outcome import RunOutcome
 from mesh_assets.run.publish import publish
+from mesh_assets.run.staging import recomputable
 from mesh_assets.settings import UndeclaredReads
 from mesh_assets.storage.schema import SchemaRule
 from mesh_assets.storage.tables import TableRegistry
@@ -70,9 +71,12 @@ class RunPlan:
 def run_body(
     spark: SparkSession, registry: TableRegistry, node: Node, plan: RunPlan, log: logging.Logger
 ) -> RunOutcome:
-    """Compute the plan's runnable partitions, then stage, audit and publish them in one commit."""
-    rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id)
+    """Compute the plan's runnable partitions, every input at its version when the run started, then stage, audit
+    and publish them in one commit."""
+    versions = input_versions(registry, node)
+    rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id, versions)
     reads = observed_reads(rows, node, registry, log, plan.undeclared_reads)
     part, blocked = plan.part, plan.blocked
-    done = publish(spark, registry, node, rows, part, blocked, run_id=plan.run_id, schema=plan.schema)
+    keep = not recomputable(rows, node, reads, [registry.location(*table) for table in versions])
+    done = publish(spark, registry, node, rows, part, blocked, run_id=plan.run_id, schema=plan.schema, keep=keep)
     return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())

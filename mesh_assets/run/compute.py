@@ -1,5 +1,9 @@
 """Compute one node's rows: each input read through the session's catalog, restricted to its window, then the
-transformation (a PySpark function, or a SQL query whose table names are swapped for the windows' views)."""
+transformation (a PySpark function, or a SQL query whose table names are swapped for the windows' views).
+
+Each input is read at the version it had when the run started: a Delta DataFrame reads the latest snapshot
+on every action, so without it the audit and the write of one run could read different data when a writer
+commits to an input meanwhile. Pinned, the rows are the same however often they are computed."""
 
 from __future__ import annotations
 
@@ -19,21 +23,34 @@ from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.run.context import ProductContext
 from mesh_assets.run.readiness import input_range
+from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
+
+Versions = dict[tuple[str, str], int]
+"""The version each input is read at, by ``(domain, table)``."""
+
+
+def input_versions(registry: TableRegistry, node: Node) -> Versions:
+    """Each existing input's latest version, read once when the run computes (from the Delta log, no job)."""
+    tables = {(read.table.domain, read.table.name) for read in node.reads}
+    return {t: v for t in sorted(tables) if (v := version_or_none(registry.location(*t), registry.s3)) is not None}
 
 
 def read_window(
-    spark: SparkSession, registry: TableRegistry, read: Read, part: PartitionRange | None
+    spark: SparkSession, registry: TableRegistry, read: Read, part: PartitionRange | None, versions: Versions
 ) -> DataFrame | None:
-    """The input's rows that ``part``'s window reads (the whole table for ``all`` or an unpartitioned input);
-    None for a product's own past before its table's first write (its first partition reads nothing)."""
+    """The input's rows that ``part``'s window reads (the whole table for ``all`` or an unpartitioned input), at
+    its version in ``versions``; None for a product's own past before its table's first write (its first
+    partition reads nothing)."""
     upstream = read.table
     try:
-        df = spark.table(registry.register(spark, upstream.domain, upstream.name))
+        name = registry.register(spark, upstream.domain, upstream.name)
     except TableNotFoundError as exc:
         if read.input.window.skips_current:
             return None
         raise dg.Failure(description=f"input {upstream.ref} has never been published: {exc}") from None
+    version = versions.get((upstream.domain, upstream.name))
+    df = spark.table(name) if version is None else spark.read.option("versionAsOf", version).table(name)
     rng = input_range(read.input, upstream, part)
     if rng is None:
         return df
@@ -57,10 +74,11 @@ def transform(
     part: PartitionRange | None,
     log: logging.Logger,
     run_id: str,
+    versions: Versions,
 ) -> DataFrame:
-    """The node's output for ``part`` (one partition, or the range when range-aware)."""
+    """The node's output for ``part`` (one partition, or the range when range-aware), its inputs at ``versions``."""
     t = node.transformation
-    frames = {read.name: read_window(spark, registry, read, part) for read in node.reads}
+    frames = {read.name: read_window(spark, registry, read, part, versions) for read in node.reads}
     if isinstance(t, PySparkTransformation):
         kwargs: dict[str, Any] = dict(frames)
         if "context" in inspect.signature(t.fn).parameters:
@@ -96,9 +114,11 @@ def compute(
     runnable: list[PartitionRange],
     log: logging.Logger,
     run_id: str,
+    versions: Versions,
 ) -> DataFrame:
     """The rows of every runnable partition: one lazy plan per partition, unioned (a range-aware
-    transformation gets the whole range at once)."""
+    transformation gets the whole range at once), every input read at its version in ``versions``."""
     if part is None or node.transformation.range_aware:
-        return transform(spark, registry, node, part, log, run_id)
-    return reduce(lambda a, b: a.unionByName(b), [transform(spark, registry, node, p, log, run_id) for p in runnable])
+        return transform(spark, registry, node, part, log, run_id, versions)
+    plans = [transform(spark, registry, node, p, log, run_id, versions) for p in runnable]
+    return reduce(lambda a, b: a.unionByName(b), plans)

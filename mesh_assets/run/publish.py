@@ -65,11 +65,14 @@ def publish(
     *,
     run_id: str,
     schema: SchemaRule,
+    keep: bool = True,
 ) -> Published:
-    """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed)."""
+    """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed).
+    ``keep``: hold the rows in executor storage between audit and write; without, both compute them (only for
+    rows that compute the same each time: :mod:`mesh_assets.run.staging`)."""
     table = node.table
     location = registry.location(table.domain, table.name)
-    staged = stage(rows)
+    staged = stage(rows, keep)
     try:
         audited = audit(spark, table, staged, part, location)
         if part is not None:

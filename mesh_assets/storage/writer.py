@@ -170,10 +170,14 @@ def _into_table_created_meanwhile(
     return created
 
 
-def stage(df: DataFrame) -> DataFrame:
-    """Mark ``df`` to be computed once into executor storage: invisible to readers, re-used by checks and the
-    write. Its first action fills the cache; Mesh makes that the audit's tally, so staging costs no job."""
-    return df.persist(StorageLevel.MEMORY_AND_DISK)
+def stage(df: DataFrame, keep: bool = True) -> DataFrame:
+    """Mark ``df`` to be computed once into executor storage (``keep``): invisible to readers, re-used by
+    checks and the write. Its first action fills the cache; Mesh makes that the audit's tally, so staging costs
+    no job. Blocks are kept as Spark's columnar batches in the heap's storage fraction, and those that do not fit
+    spill to local disk, so a long range never has to fit in memory. ``_DESER``: PySpark's plain
+    ``MEMORY_AND_DISK`` serializes the already encoded batches once more (a copy of every row) before keeping
+    them. Without ``keep`` the rows are computed again by each reader (see :mod:`mesh_assets.run.staging`)."""
+    return df.persist(StorageLevel.MEMORY_AND_DISK_DESER) if keep else df
 
 
 def partition_counts(staged: DataFrame, column: str, partitions: PartitionRange) -> dict[str, int]:

@@ -187,8 +187,12 @@ def test_single_run_backfill_and_idempotent_rerun(mesh_world, dbt_assets_def):
     location = mesh_world.mesh.registry.location("analytics", "city_daily_kpis")
     version = DeltaTable.forPath(mesh_world.mesh.spark, location).history(1).collect()[0]["version"]
 
-    run(mesh_world, dbt_assets_def, [STG, KPIS], DAY.isoformat())
+    rerun = run(mesh_world, dbt_assets_def, [STG, KPIS], DAY.isoformat())
 
+    # another window, the same parse: the window reaches dbt in the environment, not as --vars
+    messages = [entry.user_message for entry in mesh_world.instance.all_logs(rerun.run_id)]
+    assert any("dbt" in m.lower() for m in messages)
+    assert not [m for m in messages if "Unable to do partial parsing" in m]
     assert kpi_rows(mesh_world, DAY) == before
     assert kpi_rows(mesh_world, date(2021, 6, 2)) == other, "only the run's partition is replaced"
     history = DeltaTable.forPath(mesh_world.mesh.spark, location).history(1).collect()[0]

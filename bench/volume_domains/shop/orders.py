@@ -9,7 +9,7 @@ orders = Product(
     "orders",
     owner="bench@example.com",
     contacts=[chat("#bench")],
-    start_date="2024-01-01",
+    start_date="2021-06-01",
     external=[ExternalTable(table="raw_orders", partition_column="p_date")],
 )
 
