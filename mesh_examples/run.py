@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import date
+from graphlib import TopologicalSorter
 
 import dagster as dg
 from pyspark.sql import functions as F
@@ -80,26 +81,49 @@ def materialize_mesh(
     last: date,
     listener: DemoListener | None = None,
 ) -> list[dg.AssetKey]:
-    """Unpartitioned products in one run, then one single-run range over every partitioned one."""
+    """Unpartitioned products in one run, then one single-run range per partitions definition (a job runs one;
+    a product with an ``end_date`` has its own), producers' runs first."""
     listener = listener or DemoListener()
     assets = executable_assets(defs)
     unpartitioned = [k for a in assets for k in a.keys if a.partitions_def is None]
-    partitioned = [k for a in assets for k in a.keys if a.partitions_def is not None]
     listener.planned(plan(assets, first, last))
     resources = {**(defs.resources or {}), RESOURCE_KEY: mesh}
     tags = {"mesh/launched_by": "demo"}
-    range_tags = {
-        "dagster/asset_partition_range_start": first.isoformat(),
-        "dagster/asset_partition_range_end": last.isoformat(),
-    }
-    for selection, run_tags in ((unpartitioned, tags), (partitioned, {**tags, **range_tags})):
+    runs: list[tuple[list[dg.AssetKey], dict[str, str]]] = [(unpartitioned, tags)]
+    keys = dg.PartitionKeyRange(first.isoformat(), last.isoformat())
+    for partitions, selection in by_partitions(assets):
+        covered = partitions.get_partition_keys_in_range(keys)
+        if covered:
+            span = {"dagster/asset_partition_range_start": covered[0], "dagster/asset_partition_range_end": covered[-1]}
+            runs.append((selection, {**tags, **span}))
+    for selection, run_tags in runs:
         if not selection:
             continue
         job = demo_job(assets, resources, selection, listener)
         result = job.execute_in_process(instance=instance, run_config=LOGGERS, tags=run_tags, raise_on_error=False)
         for event in result.get_step_failure_events():
             listener.failed(root_cause(event.step_failure_data.error))
-    return [*unpartitioned, *partitioned]
+    return [k for selection, _ in runs for k in selection]
+
+
+def by_partitions(assets: list[dg.AssetsDefinition]) -> list[tuple[dg.PartitionsDefinition, list[dg.AssetKey]]]:
+    """The partitioned keys grouped by partitions definition, each group after the groups it reads from."""
+    groups: list[tuple[dg.PartitionsDefinition, list[dg.AssetKey]]] = []
+    for a in assets:
+        if a.partitions_def is None:
+            continue
+        group = next((g for g in groups if g[0] == a.partitions_def), None)
+        if group is None:
+            group = (a.partitions_def, [])
+            groups.append(group)
+        group[1].extend(a.keys)
+    index = {key: i for i, (_, keys) in enumerate(groups) for key in keys}
+    reads: dict[int, set[int]] = {i: set() for i in range(len(groups))}
+    for a in assets:
+        for key, deps in a.asset_deps.items():
+            if key in index:
+                reads[index[key]] |= {index[d] for d in deps if d in index and index[d] != index[key]}
+    return [groups[i] for i in TopologicalSorter(reads).static_order()]
 
 
 LOGGERS = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}, "progress": {}}}
