@@ -40,7 +40,6 @@ from bench.common import ROOT, Result, print_results
 from bench.spark_metrics import POLLING, Measured, describe, measured
 from mesh_assets import MeshResource, executable_assets, get_spark, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.dbt.nodes import DBT_START
 from mesh_assets.dbt.project import scoped_environ
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
@@ -50,8 +49,9 @@ from mesh_assets.storage.writer import replace_predicate
 DOMAINS = Path(__file__).resolve().parent / "volume_domains"
 DBT = Path(__file__).resolve().parent / "volume_dbt"
 CACHE = ROOT / ".mesh" / "bench-cache"
-START = DBT_START
-"""The first day: the dbt models' first partition, which the products share (one run needs one partitioning)."""
+START = date(2021, 6, 1)
+"""The first day: the products' and the dbt model's first partition (its ``meta.start_date``): one run needs
+one partitioning."""
 ORDERS, STORE_WEEK = dg.AssetKey(["shop", "orders"]), dg.AssetKey(["shop", "store_week"])
 STORE_DAILY = dg.AssetKey(["reporting", "store_daily"])
 STATUSES = ("delivered", "cancelled", "refunded")
@@ -143,10 +143,9 @@ class Volume:
         link.parent.mkdir(parents=True)
         link.symlink_to(source(spark, days, rows_per_day), target_is_directory=True)
         project = mesh_dbt_project()
-        if not Path(project.manifest_path).exists():
-            prepare(self.mesh.registry.warehouse)
+        prepare(self.mesh.registry.warehouse)  # partial parsing: quick when the project is unchanged
         defs = mesh_definitions(DOMAINS, dbt=False)
-        self.assets = [*executable_assets(defs), build_dbt_assets(project)]
+        self.assets = [*executable_assets(defs), *build_dbt_assets("reporting", {}, project)]
         self.resources = {"mesh": self.mesh, "dbt": dbt_resource(project)}
         self.instance = dg.DagsterInstance.ephemeral()
         observe_now(defs, self.instance, self.mesh)
