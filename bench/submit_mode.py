@@ -22,9 +22,8 @@ import dagster as dg
 from bench.common import ROOT, Result, print_results
 from bench.partition_overhead import launch_command, launch_env
 from bench.workload import DOMAINS, Workload
-from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets import MeshResource, get_spark, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
-from mesh_assets.engine.session import get_spark
 from mesh_assets.engine.submit import submit_command
 from mesh_assets.settings import MeshSettings
 
