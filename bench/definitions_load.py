@@ -24,21 +24,25 @@ from pathlib import Path
 from bench.common import Result, print_results, python_seconds
 
 PRODUCTS_PER_DOMAIN = 20
+CHAIN = 20
+"""Products read each other in chains of this length (the first of each reads the domain's raw table): a
+location of 2000 products is many pipelines, not one 2000-deep chain, which Dagster's own job building walks
+recursively."""
 PARTITIONS = 730
 START = (date.today() - timedelta(days=PARTITIONS)).isoformat()
 """Both meshes' daily partitions are open-ended, like every Mesh product's: 730 of them as of today."""
 
 
 def write_mesh(root: Path, assets: int, per_domain: int = PRODUCTS_PER_DOMAIN) -> None:
-    """``assets`` SQL products in domains of ``per_domain``, each reading the previous one, with two checks; each
-    domain a code location of its own (``definitions.py``)."""
+    """``assets`` SQL products in domains of ``per_domain``, each reading the previous one (chains of
+    ``CHAIN``), with two checks; each domain a code location of its own (``definitions.py``)."""
     domains = max(1, -(-assets // per_domain))
     for d in range(domains):
         folder = root / f"d{d:02d}"
         folder.mkdir(parents=True)
         (folder / "definitions.py").write_text(LOCATION_FILE)
         for p in range(min(per_domain, assets - d * per_domain)):
-            source = f"d{d:02d}.t{p - 1:02d}" if p else f"d{d:02d}.raw"
+            source = f"d{d:02d}.t{p - 1:02d}" if p % CHAIN else f"d{d:02d}.raw"
             lines = [
                 f"name: p{p:02d}",
                 f"owner: team{d}@example.com",
@@ -175,7 +179,7 @@ for d in range({domains}):
     assets.append(dg.AssetSpec([domain, "raw"], partitions_def=daily))
     keys = []
     for p in range(min({per}, {assets} - d * {per})):
-        source = dg.AssetKey([domain, f"t{{p - 1:02d}}"]) if p else dg.AssetKey([domain, "raw"])
+        source = dg.AssetKey([domain, f"t{{p - 1:02d}}"]) if p % {chain} else dg.AssetKey([domain, "raw"])
         assets.append(make(domain, p, source))
         keys.append(dg.AssetKey([domain, f"t{{p:02d}}"]))
     sensors.append(
@@ -194,7 +198,8 @@ print(time.perf_counter() - t0)
 
 
 def _plain(assets: int, per_domain: int) -> str:
-    return PLAIN_CODE.format(start=START, domains=max(1, -(-assets // per_domain)), per=per_domain, assets=assets)
+    domains = max(1, -(-assets // per_domain))
+    return PLAIN_CODE.format(start=START, domains=domains, per=per_domain, assets=assets, chain=CHAIN)
 
 
 def measure(assets: int, repeat: int = 5) -> tuple[float, float]:
