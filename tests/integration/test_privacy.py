@@ -97,7 +97,11 @@ def test_a_classified_products_failed_runs_and_alerts_carry_no_row_values(spark,
         assert alert_failed_run(rel.defs, rel.instance, result.run_id, "rel") == []
 
     assert f"check not_null_id on partition {DAY} failed (1 failing rows)" in failures["checked_events"]
-    withheld = "rel.typed_events failed: [CAST_INVALID_INPUT] (message withheld: rel.typed_events is classified l1)"
+    # The cast is a plain projection: the audit's tally reads no cast column, the write computes it and fails.
+    withheld = (
+        f"writing rel.typed_events partition {DAY} failed: [CAST_INVALID_INPUT] "
+        "(message withheld: rel.typed_events is classified l1)"
+    )
     assert withheld in failures["typed_events"]
     alerts = {a["mesh"]["table"]: a["mesh"]["message"] for a in received}
     assert "(1 failing rows)" in alerts["checked_events"] and "CAST_INVALID_INPUT" in alerts["typed_events"]

@@ -175,7 +175,7 @@ def test_sql_that_skipped_validation_is_refused_at_run_time(site, sql):
     part = PartitionRange.from_keys(Grain.DAILY, DAY, DAY)
     log = SimpleNamespace(warning=print)
     with pytest.raises(NotAQuery):
-        transform(site.spark, site.registry, node, part, log, "run")
+        transform(site.spark, site.registry, node, part, log, "run", versions={})
 
     staged = site.spark.createDataFrame([(1, date(2021, 6, 3))], "id bigint, p_date date")
     with pytest.raises(NotAQuery):

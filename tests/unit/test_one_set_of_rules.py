@@ -71,7 +71,7 @@ def test_dbt_models_reading_unknown_or_internal_tables_get_the_same_verdict(
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(manifest))
     settings = get_settings()
-    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
+    entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds, retry=True)
 
     expected = validate_catalog(entries, dbt_tables(path), only={"analytics"})
     internal = "which is internal to domain food_delivery; only published tables may be read by other domains"
