@@ -15,10 +15,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from runless import report_published
 from webserver import code_server, dagster_webserver, grpc_workspace
 
 from mesh_assets.backfill import Webserver
-from mesh_assets.compat import AssetCheckEvaluationTargetMaterializationData
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -71,29 +71,6 @@ def test_each_asset_and_check_is_shown_from_the_location_that_defines_it(served)
     }
 
 
-def _publish(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, **checks: bool) -> None:
-    """A runless materialization of ``partition``, and each check's result on it."""
-    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
-    [record] = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
-    ).records
-    target = AssetCheckEvaluationTargetMaterializationData(
-        run_id=record.event_log_entry.run_id, storage_id=record.storage_id, timestamp=record.timestamp
-    )
-    for name, passed in checks.items():
-        instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=key,
-                check_name=name,
-                passed=passed,
-                partition=partition,
-                blocking=True,
-                severity=dg.AssetCheckSeverity.ERROR,
-                target_materialization_data=target,
-            )
-        )
-
-
 def test_a_domain_s_code_server_requests_what_another_domain_published_and_checked(served) -> None:
     webserver, home = served
     selector = {"repositoryLocationName": "down", "repositoryName": "__repository__", "sensorName": "down__automation"}
@@ -113,9 +90,9 @@ def test_a_domain_s_code_server_requests_what_another_domain_published_and_check
     assert requested == set()  # the first evaluation only starts the cursor
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for hour in range(24):
-            _publish(instance, RAW, f"2024-01-08-{hour:02d}:00")
-        _publish(instance, CLEAN, "2024-01-08", valid=True, not_null_id=False)
-        _publish(instance, CLEAN, "2024-01-09", valid=True, not_null_id=True)
+            report_published(instance, RAW, f"2024-01-08-{hour:02d}:00")
+        report_published(instance, CLEAN, "2024-01-08", valid=True, not_null_id=False)
+        report_published(instance, CLEAN, "2024-01-09", valid=True, not_null_id=True)
     requested, _ = tick(cursor)
     # a day of clicks needs its 24 hours (up's partitions, mapped in down's location); report 2024-01-08 waits:
     # a blocking check of its input failed in up's location

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
+from runless import report_checks
 
 from mesh_assets.assets.outputs import build_output_asset
 from mesh_assets.assets.specs import external_spec
@@ -156,27 +156,7 @@ class Ticker:
             self.check(partition, check_passed)
 
     def check(self, partition: str, passed: bool, name: str = CHECK.name) -> None:
-        record = self.instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=CLEAN, asset_partitions=[partition]), limit=1
-        ).records
-        target = (
-            AssetCheckEvaluationTargetMaterializationData(
-                run_id=record[0].event_log_entry.run_id, storage_id=record[0].storage_id, timestamp=record[0].timestamp
-            )
-            if record
-            else None
-        )
-        self.instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=CLEAN,
-                check_name=name,
-                passed=passed,
-                partition=partition,
-                blocking=True,
-                severity=dg.AssetCheckSeverity.ERROR,
-                target_materialization_data=target,
-            )
-        )
+        report_checks(self.instance, CLEAN, partition, **{name: passed})
 
 
 @pytest.fixture(params=list(BUILDS))

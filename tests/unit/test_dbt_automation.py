@@ -7,7 +7,7 @@ from datetime import datetime
 
 import dagster as dg
 import pytest
-from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
+from runless import report_published
 
 from mesh_assets import mesh_definitions
 from mesh_assets.graph.discovery import load_all
@@ -38,38 +38,26 @@ def _evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, cursor=None):
     return set(result.get_requested_partitions(STG_ORDERS)), result.cursor
 
 
-def _checks(instance: dg.DagsterInstance, passed: bool) -> list[dg.AssetCheckEvaluation]:
+def _blocking_checks() -> list[str]:
     info = MeshGraph(load_all(get_settings().domains_dir)).get("food_delivery", "orders")
     assert info is not None and info.blocking_checks
-    [record] = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=ORDERS, asset_partitions=[DAY]), limit=1
-    ).records
-    target = AssetCheckEvaluationTargetMaterializationData(
-        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
-    )
-    return [
-        dg.AssetCheckEvaluation(
-            asset_key=ORDERS,
-            check_name=name,
-            passed=passed,
-            partition=DAY,
-            blocking=True,
-            severity=dg.AssetCheckSeverity.ERROR,
-            target_materialization_data=target,
-        )
-        for name in info.blocking_checks
-    ]
+    return list(info.blocking_checks)
 
 
 @pytest.mark.parametrize("checked", [True, False])
 def test_a_published_upstream_day_requests_the_model_once_its_checks_passed(defs, checked: bool) -> None:
     if not any(k == STG_ORDERS for k in defs.resolve_asset_graph().get_all_asset_keys()):
-        pytest.fail("the dbt manifest is not prepared (make setup prepares it)")
+        from mesh_assets.dbt.project import manifest_path
+
+        settings = get_settings()
+        pytest.fail(
+            f"no {STG_ORDERS.to_user_string()} among the definitions: manifest {manifest_path()} "
+            f"(exists: {manifest_path().exists()}), domains {settings.domains_dir}, "
+            f"domains defined {sorted({k.path[0] for k in defs.resolve_asset_graph().get_all_asset_keys()})}"
+        )
     instance = dg.DagsterInstance.ephemeral()
     _, cursor = _evaluate(defs, instance)
-    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=ORDERS, partition=DAY))
-    for evaluation in _checks(instance, passed=checked):
-        instance.report_runless_asset_event(evaluation)
+    report_published(instance, ORDERS, DAY, **dict.fromkeys(_blocking_checks(), checked))
     requested, cursor = _evaluate(defs, instance, cursor)
     assert requested == ({DAY} if checked else set())
     assert _evaluate(defs, instance, cursor)[0] == set()  # once per upstream state
