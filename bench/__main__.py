@@ -85,6 +85,8 @@ def main() -> None:
         except Exception as exc:
             failures[name] = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
+    if not results and not failures:  # nothing measured, nothing kept: keep BENCHMARKS.md as it is
+        parser.error(f"no results to render: {store} holds none; measure one first (--only NAME)")
     store.parent.mkdir(parents=True, exist_ok=True)
     store.write_text(json.dumps(saved, indent=1))
     order = {name: i for i, name in enumerate(SUITE)}
