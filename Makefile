@@ -4,13 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mesh-installed
 JARS   := .mesh/jars/.complete
+JVM_ARCHIVE := .mesh/jvm/.archived
 DBT_MANIFEST := dbt_project/target/manifest.json
 export MESH_PROJECT_ROOT := $(CURDIR)
 export DAGSTER_HOME ?= $(CURDIR)/.mesh/dagster
 
 .PHONY: setup services demo dev test test-fast bench lint clean
 
-setup: $(STAMP) $(JARS) $(DBT_MANIFEST)
+setup: $(STAMP) $(JARS) $(JVM_ARCHIVE) $(DBT_MANIFEST)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +22,11 @@ $(STAMP): pyproject.toml requirements.lock
 
 $(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
 	$(BIN)/mesh setup
+
+# Spark's classes archived for every later driver's JVM (mesh_assets/engine/jvm.py); made by `mesh setup`.
+$(JVM_ARCHIVE): $(JARS) $(STAMP)
+	$(BIN)/mesh setup
+	touch $@
 
 $(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/models dbt_project/macros -type f)
 	$(BIN)/python -m mesh_assets.dbt.prepare

@@ -27,6 +27,7 @@ SUITE = [
     "domain_isolation",
     "demo_end_to_end",
     "connect_startup",
+    "jvm_start",
     "submit_mode",
     "volume",
 ]

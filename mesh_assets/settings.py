@@ -29,6 +29,16 @@ def project_root() -> Path:
     return Path(os.environ.get("MESH_PROJECT_ROOT", Path.cwd())).resolve()
 
 
+class Jit(StrEnum):
+    """How a driver's JVM compiles Spark's code (:mod:`mesh_assets.engine.jvm`)."""
+
+    TIERED = "tiered"
+    """The JVM's default, C1 then C2 for hot code: for long jobs over large data."""
+    QUICK = "quick"
+    """C1 only: about a third less CPU for a short-lived driver on small data (a demo, tests, a CI pipeline's
+    fixtures), for slower code in long hot loops."""
+
+
 class SparkSettings(BaseModel):
     """How Mesh reaches Spark. ``master`` may be ``local[*]``, ``spark://host:7077`` or ``sc://host:15002``."""
 
@@ -38,6 +48,7 @@ class SparkSettings(BaseModel):
     shuffle_partitions: int = 4
     ui_enabled: bool = False
     log_level: str = "ERROR"
+    jit: Jit = Jit.TIERED
     conf: dict[str, str] = Field(default_factory=dict)
 
 

@@ -43,6 +43,7 @@ def mesh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["MESH_HOME"] = str(home)
     os.environ["MESH_PROJECT_ROOT"] = str(ROOT)
     os.environ["DAGSTER_HOME"] = str(home / "dagster")
+    os.environ.setdefault("MESH_SPARK__JIT", "quick")  # every driver here is short-lived or works on small data
     (home / "dagster").mkdir()
     from mesh_assets.settings import get_settings
 
@@ -50,6 +51,16 @@ def mesh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
     yield home
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """Settings read by one test are not the next one's: a test that points ``MESH_*`` elsewhere and reads the
+    settings leaves them cached in the process after its environment is put back."""
+    yield
+    from mesh_assets.settings import get_settings
+
+    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="session")

@@ -22,9 +22,12 @@ from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, g
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.engine.jars import provision
+    from mesh_assets.engine.jvm import make_archive
 
     jars = provision(get_settings().jars_path)
     console.print(f"[green]{len(jars)} jars cached in {get_settings().jars_path}[/green]")
+    archive = make_archive(get_settings())
+    console.print(f"Spark's class-data archive: {archive or 'none (no java on the PATH)'}")
     with persistent_instance(getattr(args, "instance", None)) as instance:
         storage = type(instance.run_storage).__name__
         console.print(f"Dagster instance ready at {instance.root_directory} ({storage})")

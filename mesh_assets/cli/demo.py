@@ -16,7 +16,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from mesh_assets.cli.capture import output_to
-from mesh_assets.settings import get_settings
+from mesh_assets.settings import Jit, get_settings
 
 if TYPE_CHECKING:
     from mesh_examples.progress import DemoProgress
@@ -39,12 +39,23 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
         progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
         try:
+            quick_session()
             summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)
             return report_log(console, log, args.verbose, 1)
         return report(console, summary, progress, log, args.verbose)
+
+
+def quick_session() -> None:
+    """Start the demo's session with quick compilation unless ``spark.jit`` is configured: its JVM lives a minute
+    over small data, where C2's compiling costs more than it saves (:mod:`mesh_assets.engine.jvm`)."""
+    from mesh_assets.engine.session import get_spark
+
+    settings = get_settings()
+    if "jit" not in settings.spark.model_fields_set:
+        get_spark(settings.model_copy(update={"spark": settings.spark.model_copy(update={"jit": Jit.QUICK})}))
 
 
 def print_stripped(console: Console, renderable: RenderableType, highlight: bool = False) -> None:

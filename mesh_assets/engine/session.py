@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mesh_assets.engine.jars import cached, cached_extra
+from mesh_assets.engine.jvm import java_options
 from mesh_assets.settings import MeshSettings, scoped_environ
 
 if TYPE_CHECKING:
@@ -91,9 +92,6 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
         "spark.ui.enabled": str(spark.ui_enabled).lower(),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": str(settings.home / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={settings.home / 'derby'} -Dlog4j.configurationFile={LOG4J}"
-        ),
     }
     if spark.master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"
@@ -108,6 +106,8 @@ def spark_conf(settings: MeshSettings) -> dict[str, str]:
             else:
                 conf["spark.jars"] += "," + ",".join(s3a)  # shipped to the executors
             conf.update(s3a_conf(settings))
+    java = [f"-Dderby.system.home={settings.home / 'derby'}", f"-Dlog4j.configurationFile={LOG4J}"]
+    conf["spark.driver.extraJavaOptions"] = " ".join([*java, *java_options(settings, conf)])
     return {**conf, **application_conf(settings)}
 
 
