@@ -13,12 +13,14 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
 from mesh_assets.checks.evaluate import audit
+from mesh_assets.checks.guard import write_guard
 from mesh_assets.checks.outcomes import CheckOutcome, failed_partitions
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.schema import SchemaRule
 from mesh_assets.storage.tables import TableRegistry
-from mesh_assets.storage.writer import WriteResult, commit, stage
+from mesh_assets.storage.writer import WriteFailed, WriteResult, commit, stage
 
 
 class RowsOutsidePartitions(dg.Failure):
@@ -69,9 +71,14 @@ def publish(
 ) -> Published:
     """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed).
     ``keep``: hold the rows in executor storage between audit and write; without, both compute them (only for
-    rows that compute the same each time: :mod:`mesh_assets.run.staging`)."""
+    rows that compute the same each time: :mod:`mesh_assets.run.staging`). A run of every partition whose checks
+    the write can judge itself writes first (:func:`guarded_write`), and is audited only when that write stops."""
     table = node.table
     location = registry.location(table.domain, table.name)
+    if not blocked and not schema.rebuild:
+        guarded = guarded_write(spark, registry, node, rows, part, run_id=run_id, schema=schema)
+        if guarded is not None:
+            return guarded
     staged = stage(rows, keep)
     try:
         audited = audit(spark, table, staged, part, location)
@@ -99,3 +106,46 @@ def publish(
         staged.unpersist()
     registry.register(spark, table.domain, table.name)
     return Published(result, outcomes, failed)
+
+
+def guarded_write(
+    spark: SparkSession,
+    registry: TableRegistry,
+    node: Node,
+    rows: DataFrame,
+    part: PartitionRange | None,
+    *,
+    run_id: str,
+    schema: SchemaRule,
+) -> Published | None:
+    """Write ``rows`` through the guard of the table's checks (:mod:`mesh_assets.checks.guard`): one read of the
+    rows, and a commit only when each of them passed. None when the table does not exist yet or its checks need
+    the audit first, or when the guard stopped the write (a row failed, or fell outside the run, or could not be
+    computed): the caller audits then. A write that failed for its storage raises as any write does."""
+    table = node.table
+    location = registry.location(table.domain, table.name)
+    if version_or_none(location, registry.s3) is None:
+        return None  # a table's first write is audited first: a stopped one would leave files where none were
+    case_sensitive = spark.conf.get("spark.sql.caseSensitive", "false") == "true"
+    guard = write_guard(table, rows, part, case_sensitive, table.checks)
+    if guard is None:
+        return None
+    try:
+        result = commit(
+            spark,
+            rows.where(guard.condition),
+            location,
+            partition_column=table.partition_column if part else None,
+            partitions=part,
+            commit_info={"dagster_run_id": run_id, "asset": table.ref},
+            name=table.ref,
+            rows_from_log=True,
+            schema=schema,
+            s3=registry.s3,
+        )
+    except WriteFailed as failed:
+        if failed.about_storage:
+            raise
+        return None
+    registry.register(spark, table.domain, table.name)
+    return Published(result, guard.outcomes(part), {})

@@ -8,11 +8,15 @@ for Spark 4.2. Whether a location holds a Delta table is still Spark's answer (a
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.engine.session import is_connect
+from mesh_assets.model.grain import midnight, utc
+from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import open_table
 
@@ -66,3 +70,29 @@ def committed_version(location: str, metadata: str | None, s3: S3Settings, after
         f"the commit of this write (userMetadata {metadata}) is not in the log of {location} after version "
         f"{oldest} (latest {latest}): its rows may be published, but which version published them is unknown"
     )
+
+
+def committed_rows(
+    location: str, version: int, s3: S3Settings, column: str | None, part: PartitionRange | None
+) -> dict[str, int] | None:
+    """Rows per partition key of ``part`` (every key, 0 when empty) in the table at ``version``, from its files'
+    own record counts in the log; the whole table's under one key when unpartitioned. None when a file has
+    no count (stats not collected) or deletion vectors hide some of its rows: then only a query can tell."""
+    table = open_table(location, s3, version=version, files=True)
+    if table is None or "deletionVectors" in (table.protocol().reader_features or []):
+        return None
+    files = table.get_add_actions(flatten=True)
+    records = files.column("num_records").to_pylist()
+    if any(n is None for n in records):
+        return None
+    if part is None or column is None:
+        return {"*": sum(records)}
+    counts = dict.fromkeys(part.keys(), 0)
+    for value, n in zip(files.column(f"partition.{column}").to_pylist(), records, strict=True):
+        if value is None:
+            continue
+        moment = value if isinstance(value, datetime) else midnight(value)
+        key = part.grain.key(part.grain.floor(utc(moment)))
+        if key in counts:
+            counts[key] += n
+    return counts

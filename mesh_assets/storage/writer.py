@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import S3Settings
-from mesh_assets.storage.delta import committed_version, version_or_none
+from mesh_assets.storage.delta import committed_rows, committed_version, version_or_none
 from mesh_assets.storage.schema import ADDITIVE, SchemaRule, schema_options
 
 CONFLICTS = (
@@ -210,6 +210,7 @@ def commit(
     commit_info: dict[str, str] | None = None,
     name: str | None = None,
     counts: Mapping[str, int] | None = None,
+    rows_from_log: bool = False,
     schema: SchemaRule = ADDITIVE,
     s3: S3Settings,
 ) -> WriteResult:
@@ -217,7 +218,9 @@ def commit(
 
     With ``partitions`` the commit replaces exactly ``publish`` (default: the whole range) and drops staged
     rows of other partitions; without, it replaces the whole table. ``counts`` are the staged rows per
-    partition key (the whole table's under any one key when unpartitioned), when the caller already has them.
+    partition key (the whole table's under any one key when unpartitioned), when the caller already has them;
+    with ``rows_from_log`` and no ``counts`` they are read after the commit from the files it added (the write
+    computes the rows once), else a job counts them before it.
     A failed commit raises :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
     A schema change ``schema`` does not allow raises :class:`SchemaChangeRefused` before anything is written;
     a rebuild (``schema.rebuild``) replaces the whole table, and its schema, with the published partitions.
@@ -227,8 +230,10 @@ def commit(
     if partitions is not None and partition_column is not None:
         chosen = list(publish) if publish is not None else partitions.values()
         keys = sorted(partitions.grain.key(v) for v in chosen)
-        known = counts if counts is not None else partition_counts(staged, partition_column, partitions)
-        published = {k: known.get(k, 0) for k in keys}
+        known = counts
+        if known is None and not rows_from_log:
+            known = partition_counts(staged, partition_column, partitions)
+        published = {k: known.get(k, 0) for k in keys} if known is not None else {}
         if not chosen:
             return WriteResult(location, None, 0, {}, staged.schema)
         data = staged
@@ -246,7 +251,7 @@ def commit(
         rows = sum(published.values())
     else:
         writer = staged.write.format("delta").mode("overwrite")
-        rows = sum(counts.values()) if counts is not None else staged.count()
+        rows = sum(counts.values()) if counts is not None else 0 if rows_from_log else staged.count()
     metadata = json.dumps(commit_info, sort_keys=True) if commit_info else None
     if metadata:
         writer = writer.option("userMetadata", metadata)
@@ -276,4 +281,31 @@ def commit(
         before = _into_table_created_meanwhile(spark, s3, writer, exc, location, name or location, keys, ours)
         again = type(exc).__name__
     version = committed_version(location, metadata, s3, before)
+    if rows_from_log and counts is None:
+        logged = logged_rows(spark, location, version, s3, partition_column, partitions)
+        published = {k: logged.get(k, 0) for k in keys}
+        rows = sum(published.values()) if keys else sum(logged.values())
     return WriteResult(location, version, rows, published, staged.schema, written_again_after=again)
+
+
+def logged_rows(
+    spark: SparkSession,
+    location: str,
+    version: int,
+    s3: S3Settings,
+    column: str | None,
+    partitions: PartitionRange | None,
+) -> dict[str, int]:
+    """Rows per partition key of ``partitions`` at ``version``: the log's record counts, else a query of that
+    version (a writer that kept no stats)."""
+    counts = committed_rows(location, version, s3, column, partitions)
+    if counts is not None:
+        return counts
+    table = spark.read.format("delta").option("versionAsOf", version).load(location)
+    if partitions is None or column is None:
+        return {"*": table.count()}
+    assert partitions.grain.step is not None
+    after = partitions.literal(partitions.end + partitions.grain.step)
+    value = F.col(column)
+    within = table.where((value >= F.lit(partitions.literal(partitions.start))) & (value < F.lit(after)))
+    return partition_counts(within, column, partitions)

@@ -117,6 +117,11 @@ def test_an_hourly_output_lands_in_the_hour_dagster_records(world: World) -> Non
     world.materialize(["central", "hour_counts"], key_of(hours[1]))  # one hour again, on the existing table
 
     recorded = {e.materialization.partition for e in result.get_asset_materialization_events()}
+    counted = {
+        e.materialization.partition: e.materialization.metadata["dagster/row_count"].value
+        for e in result.get_asset_materialization_events()
+    }
+    assert counted == {key_of(h): 1 for h in hours}  # each hour's rows, from the commit's own files
     rows = (
         world.table("hour_counts")
         .select(
