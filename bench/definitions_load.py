@@ -2,9 +2,9 @@
 
 Each case runs in a fresh interpreter and times import -> Definitions -> repository snapshot, i.e. what
 a code location server does before it can serve the graph. The plain baseline is the graph a team would
-write by hand to show the same things: per asset its owners, tags, description, SQL, code reference, the
-same automation condition (written with Dagster's own operators) and three blocking partitioned checks (Mesh's
-two and its ``valid``); per domain an automation sensor over its assets, an observer sensor, a run-failure
+write by hand to show the same things: per asset its owners, tags, description, SQL, code reference, code
+version, revision, each dependency's time-window partition mapping, the same automation condition (written
+with Dagster's own operators) and three blocking partitioned checks (Mesh's two and its ``valid``); per domain an automation sensor over its assets, an observer sensor, a run-failure
 sensor, and the checks and invalidation jobs (one op each); one resource. Mesh additionally reads and
 validates the YAML specs, which the hand-written graph has no need of.
 
@@ -110,6 +110,8 @@ not_ready = AC.any_deps_match(AC.in_progress() | unpublished | unpassed).with_la
 held = (AC.in_progress() | not_ready).with_label("held_back")
 condition = (trigger & (~held).with_label("inputs_ready")).with_label("dependencies")
 
+same_day = dg.TimeWindowPartitionMapping(start_offset=0, end_offset=0, allow_nonexistent_upstream_partitions=True)
+
 class Engine(dg.ConfigurableResource):
     warehouse: str = ".mesh/warehouse"
 
@@ -127,14 +129,16 @@ def make(domain, index, source):
         "sql": dg.MetadataValue.md(f"```sql\\n{{sql}}\\n```"),
         "partition_column": "p_date",
         "write_mode": "replace_partitions",
+        "mesh/revision": f"{{domain}}{{index:02d}}r1",
     }}
     @dg.multi_asset(
         name=f"{{domain}}__t{{index:02d}}",
-        specs=[dg.AssetSpec(key, deps=[source], group_name=f"p{{index:02d}}", owners=[f"team{{domain}}@example.com"],
+        specs=[dg.AssetSpec(key, deps=[dg.AssetDep(source, partition_mapping=same_day)], group_name=f"p{{index:02d}}",
+                            owners=[f"team{{domain}}@example.com"], code_version=f"{{domain}}{{index:02d}}v1",
                             description=f"t{{index:02d}} of {{domain}}", metadata=metadata,
                             kinds={{"spark", "delta", "sql"}}, partitions_def=daily,
-                            tags={{"domain": domain, "product": f"p{{index:02d}}", "tier": "bronze",
-                                  "classification": "internal", "published": "true"}},
+                            tags={{"domain": domain, "product": f"p{{index:02d}}", "tier": "t3",
+                                  "classification": "l1", "published": "true", "status": "active", "version": "1"}},
                             automation_condition=condition)],
         check_specs=[dg.AssetCheckSpec("not_null_id", asset=key, blocking=True, partitions_def=daily,
                                        description="not_null (error)",

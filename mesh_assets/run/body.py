@@ -77,6 +77,16 @@ def run_body(
     rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id, versions)
     reads = observed_reads(rows, node, registry, log, plan.undeclared_reads)
     part, blocked = plan.part, plan.blocked
-    keep = not recomputable(rows, node, reads, [registry.location(*table) for table in versions])
-    done = publish(spark, registry, node, rows, part, blocked, run_id=plan.run_id, schema=plan.schema, keep=keep)
+    pinned = [registry.location(*table) for table in versions]
+    done = publish(
+        spark,
+        registry,
+        node,
+        rows,
+        part,
+        blocked,
+        run_id=plan.run_id,
+        schema=plan.schema,
+        keep=lambda: not recomputable(rows, node, reads, pinned),
+    )
     return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())

@@ -7,6 +7,7 @@ keep their previous version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import dagster as dg
@@ -67,11 +68,12 @@ def publish(
     *,
     run_id: str,
     schema: SchemaRule,
-    keep: bool = True,
+    keep: Callable[[], bool] = lambda: True,
 ) -> Published:
     """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed).
-    ``keep``: hold the rows in executor storage between audit and write; without, both compute them (only for
-    rows that compute the same each time: :mod:`mesh_assets.run.staging`). A run of every partition whose checks
+    ``keep``: whether to hold the rows in executor storage between audit and write; without, both compute them
+    (only for rows that compute the same each time: :mod:`mesh_assets.run.staging`), asked only when the rows
+    are staged (optimizing the plan to tell lists every input's files). A run of every partition whose checks
     the write can judge itself writes first (:func:`guarded_write`), and is audited only when that write stops."""
     table = node.table
     location = registry.location(table.domain, table.name)
@@ -79,7 +81,7 @@ def publish(
         guarded = guarded_write(spark, registry, node, rows, part, run_id=run_id, schema=schema)
         if guarded is not None:
             return guarded
-    staged = stage(rows, keep)
+    staged = stage(rows, keep())
     try:
         audited = audit(spark, table, staged, part, location)
         if part is not None:
