@@ -1,18 +1,19 @@
 """Definitions load: a synthetic mesh versus the same graph written by hand in plain Dagster.
 
-Each case runs in a fresh interpreter and times import -> Definitions -> repository snapshot, i.e. what
-a code location server does before it can serve the graph. The plain baseline is the graph a team would
-write by hand to show the same things: per asset its owners, tags, description, SQL, code reference, code
-version, revision, each dependency's time-window partition mapping, the same automation condition (written
-with Dagster's own operators) and three blocking partitioned checks (Mesh's two and its ``valid``); per domain an automation sensor over its assets, an observer sensor, a run-failure
-sensor, and the checks and invalidation jobs (one op each); one resource. Mesh additionally reads and
-validates the YAML specs, which the hand-written graph has no need of.
+Each case runs in a fresh interpreter and times import -> Definitions -> repository snapshot, i.e. what a code
+location server does before it can serve the graph. The plain baseline is the graph a team would write by hand
+to show the same things: per asset its owners, tags, description, SQL, code reference, code version, revision,
+each dependency's time-window partition mapping, the same automation condition (written with Dagster's own
+operators) and three blocking partitioned checks (Mesh's two and its ``valid``); per domain an automation
+sensor over its assets, an observer sensor, a run-failure sensor, and the checks and invalidation jobs (one op
+each); one resource. Mesh additionally reads and validates the YAML specs, which the hand-written graph has no
+need of.
 
 Two kinds of case: the whole mesh (every domain in one ``Definitions``, domains of 20 products), and one code
 location holding all the products in one domain (``domain_definitions``, as Dagster loads a domain), cold (a
 new Mesh home: its specs read, validated and kept) and warm (an unchanged domain reloaded from what was kept).
-Run alone: ``python -m bench.definitions_load --sizes 100 1000`` (or ``python -m bench --only definitions_load``).
-"""
+Run alone: ``python -m bench.definitions_load --sizes 100 1000`` (or ``python -m bench --only
+definitions_load``)."""
 
 from __future__ import annotations
 
