@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pyspark.sql import DataFrame
 
-from mesh_assets.lineage.columns import plan_lineage, sql_lineage
-from mesh_assets.lineage.facets import ColumnSources
-from mesh_assets.lineage.plan import leaf_paths, normalize, seq
+from mesh_assets.lineage.columns import plan_lineage, read_schemas, sql_lineage
+from mesh_assets.lineage.plan import ColumnSources, leaf_paths, normalize, seq
 from mesh_assets.settings import UndeclaredReads
 
 if TYPE_CHECKING:
@@ -105,9 +104,9 @@ def column_lineage(df: DataFrame, node: Node, registry: TableRegistry) -> Column
 def query_columns(df: DataFrame, sql: str | None, tables: dict[str, str]) -> ColumnSources | None:
     """Column lineage of ``df``: from ``sql`` (the query it runs, reading ``tables`` by ``<domain>.<table>``)
     when sqlglot can follow it, else from ``df``'s analyzed plan; ``None`` when neither is readable."""
+    if sql is not None and (schemas := read_schemas(df)) is not None:
+        from_sql = sql_lineage(sql, tables, schemas)
+        if from_sql is not None:
+            return from_sql
     found = plan_lineage(df)
-    if found is None:
-        return None
-    from_plan, schemas = found
-    from_sql = sql_lineage(sql, tables, schemas) if sql is not None else None
-    return from_plan if from_sql is None else from_sql
+    return None if found is None else found[0]

@@ -18,8 +18,7 @@ from sqlglot import exp
 from sqlglot.lineage import lineage
 from sqlglot.optimizer.qualify import qualify
 
-from mesh_assets.lineage.facets import ColumnSources
-from mesh_assets.lineage.plan import leaf_paths, normalize, seq
+from mesh_assets.lineage.plan import ColumnSources, leaf_paths, normalize, seq
 
 Sources = dict[int, set[tuple[str, str]]]
 
@@ -53,6 +52,24 @@ def _walk(node: Any, sources: Sources, schemas: dict[str, dict[str, str]]) -> No
             sources[_id(e)] = refs
     for a in output:  # attributes a node makes without an alias (generators, ...) depend on all it reads
         sources.setdefault(_id(a), used)
+
+
+def read_schemas(df: DataFrame) -> dict[str, dict[str, str]] | None:
+    """The columns (name -> type) of each location ``df`` reads, from its analyzed plan's leaves alone: what a
+    SQL product's lineage needs of the plan (walking every node of a window's union costs a py4j round trip per
+    node and column); ``None`` when the plan is not reachable."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    schemas: dict[str, dict[str, str]] = {}
+    try:
+        for leaf in seq(jdf.queryExecution().analyzed().collectLeaves()):
+            for path in (normalize(p) for p in leaf_paths(leaf)):
+                for a in seq(leaf.output()):
+                    schemas.setdefault(path, {})[a.name()] = a.dataType().simpleString()
+    except Exception:  # lineage never fails a run
+        return None
+    return schemas
 
 
 def plan_lineage(df: DataFrame) -> tuple[ColumnSources, dict[str, dict[str, str]]] | None:

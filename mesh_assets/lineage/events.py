@@ -31,7 +31,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from mesh_assets.lineage import facets as std
-from mesh_assets.lineage.plan import normalize
+from mesh_assets.lineage.plan import ColumnSources, normalize
 
 PRODUCER = "https://github.com/mesh-platform/mesh/tree/main/mesh_assets/lineage"
 SCHEMA_BASE = "https://github.com/mesh-platform/mesh/tree/main/docs/lineage-facets.json"
@@ -105,7 +105,7 @@ class RunDescription:
     source: tuple[str, str] | None = None
     """(language, code) of the transformation."""
     source_file: Path | None = None
-    columns: std.ColumnSources | None = None
+    columns: ColumnSources | None = None
     null_counts: dict[str, int] = field(default_factory=dict)
     table_names: dict[str, str] = field(default_factory=dict)
     """``<domain>.<table>`` of the locations read, for their ``symlinks`` facets."""

@@ -23,11 +23,10 @@ from openlineage.client.facet_v2 import (
     symlinks_dataset,
 )
 
+from mesh_assets.lineage.plan import ColumnSources
+
 TABLE_NAMESPACE = "mesh"
 """Namespace of the ``<domain>.<table>`` symlink: the name every product's SQL and inputs use."""
-
-ColumnSources = dict[str, list[tuple[str, str]]]
-"""Output column -> the (input location, input column) pairs its values come from."""
 
 
 def iso(value: datetime) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+ColumnSources = dict[str, list[tuple[str, str]]]
+"""Output column -> the (input location, input column) pairs its values come from."""
+
 
 def normalize(path: str) -> str:
     """``file:/x/y/`` and ``/x/y`` name the same local table; other schemes are kept."""

@@ -45,3 +45,34 @@ def test_yaml_products_load_without_spark_or_lineage(tmp_path: Path):
         env={**os.environ, "MESH_HOME": str(tmp_path)},
     )
     assert set(out.stdout.split()) & RUN_SIDE == set()
+
+
+LOADED = """
+import sys
+import {module}
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def loaded_by(module: str) -> set[str]:
+    code = LOADED.format(module=module)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_the_remote_side_of_a_submitted_run_loads_no_lineage_client_nor_the_composition_root():
+    """A Spark application launched in engine mode ``submit`` imports this before its body: every module it
+    loads and does not use delays the run (the OpenLineage client and its HTTP stack alone take a quarter of a
+    second); its events and lineage are the step's to record."""
+    loaded = loaded_by("mesh_assets.run.remote")
+    assert {name.split(".")[0] for name in loaded} & {"openlineage", "dagster_dbt", "httpx", "requests"} == set()
+    assert {"mesh_assets.definitions", "mesh_assets.components", "mesh_assets.automation"} & loaded == set()
+
+
+def test_the_public_face_imports_each_name_on_first_use():
+    loaded = loaded_by("mesh_assets")
+    assert not any(name.startswith("mesh_assets.") for name in loaded)
+    from mesh_assets import Product, domain_definitions
+
+    assert Product.__module__ == "mesh_assets.model.author"
+    assert domain_definitions.__module__ == "mesh_assets.definitions"
