@@ -20,13 +20,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-$(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
+# Delta's jars, then Spark's classes archived for every later driver's JVM (mesh_assets/engine/jvm.py): one
+# `mesh setup` makes both.
+$(JARS) $(JVM_ARCHIVE) &: mesh_assets/engine/jars.pom.xml $(STAMP)
 	$(BIN)/mesh setup
-
-# Spark's classes archived for every later driver's JVM (mesh_assets/engine/jvm.py); made by `mesh setup`.
-$(JVM_ARCHIVE): $(JARS) $(STAMP)
-	$(BIN)/mesh setup
-	touch $@
+	touch $(JARS) $(JVM_ARCHIVE)
 
 $(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/models dbt_project/macros -type f)
 	$(BIN)/python -m mesh_assets.dbt.prepare

@@ -39,18 +39,19 @@ def render(results: list[Result], failures: dict[str, str]) -> str:
     lines = [
         "# Benchmarks",
         "",
-        f"Measured {when} UTC on {machine()} by `make bench`.",
+        f"Measured {when} UTC on {machine()} by `make bench`, or one benchmark again by",
+        "`python -m bench --only NAME`, which keeps the other rows with the time each was measured.",
         "Every figure is a ratio against a baseline measured in the same run; absolute seconds beside it.",
         "",
-        "| benchmark | case | seconds | baseline | baseline seconds | ratio | target | met |",
-        "|---|---|---:|---|---:|---:|---|---|",
+        "| benchmark | case | seconds | baseline | baseline seconds | ratio | target | met | measured (UTC) |",
+        "|---|---|---:|---|---:|---:|---|---|---|",
     ]
     for r in results:
         met = "" if r.met is None else ("yes" if r.met else "**no**")
         case = f"{r.case} ({r.notes})" if r.notes else r.case
         lines.append(
             f"| {r.benchmark} | {case} | {r.seconds:.3f} | {r.baseline} | {r.baseline_seconds:.3f} | "
-            f"{r.ratio:.2f} | {r.target} | {met} |"
+            f"{r.ratio:.2f} | {r.target} | {met} | {r.measured} |"
         )
     if failures:
         lines += ["", "## Not measured", ""]

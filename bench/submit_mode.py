@@ -6,7 +6,7 @@ application (``spark-submit --deploy-mode client`` at the settings' master) thro
 the events the application reports. Raw: ``spark-submit`` of a script doing the same read-aggregate-
 replaceWhere (``bench.workload.raw_work``) with the same Spark configuration. Both pay a JVM and a Python
 driver; the gap is what Mesh adds: the Dagster process, the gate, staging and checks, the Pipes round trip and
-the events. Run alone: ``python -m bench.submit_mode --repeat 3``.
+the events. Run alone: ``python -m bench.submit_mode``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _wall(command: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def run(rows_per_day: int = 400_000, repeat: int = 3) -> list[Result]:
+def run(rows_per_day: int = 400_000, repeat: int = 5) -> list[Result]:
     work = Workload(get_spark(), days=3, rows_per_day=rows_per_day)
     day = work.key(2)
     env = launch_env(work, "submit", MESH_ENGINE__MODE="submit", MESH_SPARK__MASTER=MASTER)
@@ -71,6 +71,6 @@ def run(rows_per_day: int = 400_000, repeat: int = 3) -> list[Result]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows-per-day", type=int, default=400_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print_results(run(args.rows_per_day, args.repeat))

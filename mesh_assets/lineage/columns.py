@@ -12,11 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sqlglot
 from pyspark.sql import DataFrame
-from sqlglot import exp
-from sqlglot.lineage import lineage
-from sqlglot.optimizer.qualify import qualify
 
 from mesh_assets.lineage.plan import ColumnSources, leaf_paths, normalize, seq
 
@@ -92,7 +88,13 @@ def sql_lineage(sql: str, tables: Mapping[str, str], schemas: Mapping[str, Mappi
     """Column lineage of a SQL product's query.
 
     ``tables`` maps each input's ``<domain>.<table>`` to its location; ``schemas`` gives a location's columns.
+    sqlglot is imported here: a Python product's run (a submitted application's too) never pays for it.
     """
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.lineage import lineage
+    from sqlglot.optimizer.qualify import qualify
+
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for ref, location in tables.items():
         domain, table = ref.split(".", 1)

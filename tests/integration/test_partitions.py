@@ -14,6 +14,8 @@ from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 
+WORLD_DAYS = 13  # 2021-06-01..13: the latest day a test materializes (06-20 is missing on purpose)
+
 
 def expected_orders(day: date) -> dict[int, tuple]:
     """``food_delivery.orders`` for ``day``, computed from the generator without Spark."""
