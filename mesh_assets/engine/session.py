@@ -72,6 +72,9 @@ def application_conf(settings: MeshSettings) -> dict[str, str]:
         **DELTA_CONF,
         "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
         "spark.default.parallelism": str(spark.shuffle_partitions),
+        # Spark's default, 10,000, is how many tasks Delta's VACUUM lists a table's files with: half a minute
+        # for a table of four files on two cores.
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(spark.shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.sources.partitionOverwriteMode": "static",
         "spark.databricks.delta.snapshotPartitions": "2",

@@ -84,10 +84,16 @@ def test_maintenance_commits_report_nothing_and_request_no_run_but_a_delete_is_r
 
     spark.sql(f"OPTIMIZE delta.`{location}` ZORDER BY (id)")  # version 3: rewrites each hour's file again
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    context = spark.sparkContext
+    context.setJobGroup("vacuum", "the test's VACUUM")
     try:  # versions 4 and 5: VACUUM START and END, deleting the files the rewrites replaced
         spark.sql(f"VACUUM delta.`{location}` RETAIN 0 HOURS")
     finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    tracker = context.statusTracker()
+    stages = [s for j in tracker.getJobIdsForGroup("vacuum") for s in tracker.getJobInfo(j).stageIds]
+    assert stages and max(tracker.getStageInfo(s).numTasks for s in stages) <= 8  # Spark's default lists with 10,000
     operations = [h["operation"] for h in DeltaTable(location).history()]
     assert operations[:3] == ["VACUUM END", "VACUUM START", "OPTIMIZE"]
     assert len(list(Path(location).glob("p_hour=*/*.parquet"))) == 2  # one file per hour is left
