@@ -37,9 +37,13 @@ def pyspark_artifacts() -> set[str]:
 
 
 def _resolve(out: Path, profile: str | None = None) -> list[Path]:
+    """Maven's output is shown only when it fails: even quiet, it prints colour codes into a CI log."""
     command = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={out}"]
     command += ["-DincludeScope=runtime", *(["-P", profile] if profile else [])]
-    subprocess.run(command, check=True)
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    if done.returncode != 0:
+        tail = done.stdout[-4000:]
+        raise RuntimeError(f"Maven could not resolve {POM.name} (exit status {done.returncode}):\n{tail}")
     return sorted(out.glob("*.jar"))
 
 
