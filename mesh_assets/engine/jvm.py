@@ -79,6 +79,7 @@ def make_archive(settings: MeshSettings) -> Path | None:
             **os.environ,
             "MESH_HOME": str(Path(scratch) / "home"),
             "MESH_SPARK__MASTER": "local[2]",
+            "MESH_SPARK__JIT": Jit.QUICK.value,  # the archive holds classes, not compiled code: C2 would be spent
             "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:ArchiveClassesAtExit={partial}",
         }
         with log.open("wb") as out:
