@@ -35,8 +35,9 @@ class Jit(StrEnum):
     TIERED = "tiered"
     """The JVM's default, C1 then C2 for hot code: for long jobs over large data."""
     QUICK = "quick"
-    """C1 only: about a third less CPU for a short-lived driver on small data (a demo, tests, a CI pipeline's
-    fixtures), for slower code in long hot loops."""
+    """C1 only, and Spark's per-operator projections interpreted, not generated: a third or more less CPU for a
+    short-lived driver on small data (a demo, tests, a CI pipeline's fixtures), for slower code in long hot
+    loops."""
 
 
 class SparkSettings(BaseModel):

@@ -4,8 +4,9 @@ A JVM that starts Spark and Delta loads and verifies some 15,000 classes and com
 then C2) before a small job is done, which costs a short-lived driver (a launched run, a test, the demo) more
 CPU than its work. ``mesh setup`` makes a class-data archive (the JDK's AppCDS, ``-XX:ArchiveClassesAtExit``)
 from a session that writes and reads a partitioned Delta table; every later driver on this machine maps the
-classes instead of loading them. ``spark.jit: quick`` stops at C1 (``-XX:TieredStopAtLevel=1``), for drivers
-whose data is small: together about half the CPU of a short session (``bench/jvm_start.py``).
+classes instead of loading them. ``spark.jit: quick`` stops at C1 (``-XX:TieredStopAtLevel=1``) and interprets Spark's
+per-operator projections (:data:`QUICK_CONF`), for drivers whose data is small: together about half the CPU of a
+short session (``bench/jvm_start.py``).
 
 The archive belongs to one JDK and one PySpark (its file is named by both) and to the class path Spark's
 launcher builds (PySpark's ``conf`` and ``jars``): a driver given more (``spark.driver.extraClassPath``) starts
@@ -30,6 +31,10 @@ from mesh_assets.settings import Jit, MeshSettings
 QUICK = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 """C1 only; with the code cache C1 and C2 share by default, since C1 alone gets a fifth of it, which a long
 session's generated code fills (the JVM then stops compiling and Spark's tasks fail)."""
+QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""Spark's per-operator projections interpreted rather than generated (whole-stage code generation stays): on
+small data a task spent more CPU writing and compiling a projection than using it, most of all Delta's log
+replay, which generated one for its whole action schema in every task (a third of a test file's CPU)."""
 ARCHIVE_SECONDS = 600
 """How long the archiving session may take (a JVM start and a few Delta commits; minutes on a busy machine)."""
 

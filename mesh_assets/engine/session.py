@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mesh_assets.engine.jars import cached, cached_extra
-from mesh_assets.engine.jvm import java_options
-from mesh_assets.settings import MeshSettings, scoped_environ
+from mesh_assets.engine.jvm import QUICK_CONF, java_options
+from mesh_assets.settings import Jit, MeshSettings, scoped_environ
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -79,6 +79,7 @@ def application_conf(settings: MeshSettings) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "static",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.stalenessLimit": "0",
+        **(QUICK_CONF if spark.jit is Jit.QUICK else {}),
         **spark.conf,
     }
     # Partition keys, Delta's partition values and date_format keys are UTC: a setting may not move them.

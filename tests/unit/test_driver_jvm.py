@@ -1,5 +1,6 @@
 """A driver's JVM options: the class-data archive ``mesh setup`` made, when the driver's class path is Spark's
-own, and the settings' JIT; and a session Mesh starts maps Spark's classes from that archive."""
+own, and the settings' JIT (with interpreted projections when quick); and a session Mesh starts maps Spark's
+classes from that archive."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mesh_assets.engine.jvm import QUICK, archive_path, java_options
-from mesh_assets.engine.session import spark_conf
+from mesh_assets.engine.jvm import QUICK, QUICK_CONF, archive_path, java_options
+from mesh_assets.engine.session import application_conf, spark_conf
 from mesh_assets.settings import MeshSettings, get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,26 @@ def test_quick_compiles_with_c1_alone_and_keeps_the_code_cache_both_compilers_sh
     assert quick == list(QUICK)
     assert "-XX:TieredStopAtLevel=1" in quick
     assert "-XX:ReservedCodeCacheSize=240m" in quick  # C1 alone gets 48 MB, which a long session fills
+
+
+def test_quick_interprets_sparks_projections_wherever_the_application_runs(tmp_path: Path) -> None:
+    """Local drivers and submitted applications alike (``application_conf`` is what spark-submit and EMR get);
+    whole-stage code generation is left on, and a setting's own ``spark.conf`` still wins."""
+    quick, tiered = settings_with(tmp_path, jit="quick"), settings_with(tmp_path, jit="tiered")
+    assert QUICK_CONF == {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    assert application_conf(quick)["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+    local = MeshSettings(home=tmp_path / "home", spark={"jit": "quick"})  # the checkout's jars
+    assert spark_conf(local)["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+    assert "spark.sql.codegen.wholeStage" not in application_conf(quick)
+    assert "spark.sql.codegen.factoryMode" not in application_conf(tiered)
+    mine = MeshSettings(home=tmp_path, spark={"jit": "quick", "conf": {"spark.sql.codegen.factoryMode": "FALLBACK"}})
+    assert application_conf(mine)["spark.sql.codegen.factoryMode"] == "FALLBACK"
+
+
+def test_the_test_sessions_driver_interprets_projections(spark) -> None:
+    """The suite's drivers are quick (``tests/conftest.py``): the live session carries the setting."""
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    assert spark.range(5).selectExpr("named_struct('a', id, 'b', array(id, id * 2)) AS s").collect()[4].s.b == [4, 8]
 
 
 def test_the_drivers_options_keep_mesh_logging_and_add_the_jvm_options(tmp_path: Path) -> None:
