@@ -55,10 +55,19 @@ def test_quick_interprets_sparks_projections_wherever_the_application_runs(tmp_p
     assert application_conf(mine)["spark.sql.codegen.factoryMode"] == "FALLBACK"
 
 
-def test_the_test_sessions_driver_interprets_projections(spark) -> None:
-    """The suite's drivers are quick (``tests/conftest.py``): the live session carries the setting."""
+def test_the_test_sessions_driver_interprets_projections_and_a_product_may_generate_them_again(spark) -> None:
+    """The suite's drivers are quick (``tests/conftest.py``): the live session carries the setting. Spark cannot
+    build ``spark.catalog.listTables``' rows without generated code; the deployment guide's way back works."""
     assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
     assert spark.range(5).selectExpr("named_struct('a', id, 'b', array(id, id * 2)) AS s").collect()[4].s.b == [4, 8]
+    spark.sql("CREATE DATABASE IF NOT EXISTS quick_listing")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW listed AS SELECT 1 AS one")
+    try:
+        spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
+        assert "listed" in [table.name for table in spark.catalog.listTables("quick_listing")]
+    finally:
+        spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+        spark.sql("DROP VIEW IF EXISTS listed")
 
 
 def test_the_drivers_options_keep_mesh_logging_and_add_the_jvm_options(tmp_path: Path) -> None:
