@@ -9,6 +9,7 @@ consumes, so one broken domain never takes the others down.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -229,6 +230,16 @@ def _resolved(
     return graph
 
 
+def _room_for_dagsters_recursion(depth: int) -> None:
+    """Dagster builds a job's graph by recursing once per level of a chain of assets (``graph_definition.py``),
+    from a start that string hashing orders, so a chain about 1,000 deep loaded or raised RecursionError at
+    Python's default limit depending on ``PYTHONHASHSEED``. The limit is raised, never lowered, to fit the
+    deepest chain (Python 3.11 calls between Python functions take no C stack)."""
+    needed = 1_000 + 2 * depth
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
+
+
 def build_definitions(
     domains: dict[str, DomainSpecs],
     only: set[str] | None = None,
@@ -249,6 +260,7 @@ def build_definitions(
     extra = tool_tables(domains_dir) if extra is None else extra
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra, judged)
+    _room_for_dagsters_recursion(graph.longest_chain())
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks

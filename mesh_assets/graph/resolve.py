@@ -346,6 +346,27 @@ class MeshGraph:
                 found.setdefault((table.domain, table.product), ([], []))[1].append(table)
         return found
 
+    def longest_chain(self) -> int:
+        """How many tables the longest chain of reads passes through (1: none reads another), walked without
+        recursion; a table's reads of its own past are not a link, nor is a read that closes a cycle (another
+        domain's, which this location's validation does not judge)."""
+        depth: dict[tuple[str, str], int] = {}
+        for root in self.tables:
+            if root in depth:
+                continue
+            on_path, todo = {root}, [root]
+            while todo:
+                key = todo[-1]
+                ups = [k for k in self.tables[key].inputs if k in self.tables and k != key and k not in on_path]
+                waiting = next((k for k in ups if k not in depth), None)
+                if waiting is not None:
+                    on_path.add(waiting)
+                    todo.append(waiting)
+                else:
+                    depth[key] = 1 + max((depth[k] for k in ups if k in depth), default=0)
+                    on_path.discard(todo.pop())
+        return max(depth.values(), default=0)
+
     def readers(self, domain: str, table: str) -> list[Table]:
         """Every table, in any domain, that reads ``domain.table``."""
         return [self.tables[(ref.split(".", 1)[0], ref.split(".", 1)[1])] for ref in self.consumers(domain, table)]

@@ -6,12 +6,13 @@ deepest mesh there can be for its size). Timing belongs to the benchmarks; these
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from mesh_assets import domain_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.graph.validate import validate
@@ -44,19 +45,41 @@ def test_a_thousand_deep_chain_validates(tmp_path: Path) -> None:
     assert validate(domains) == []
 
 
+LOAD = """import sys
+import dagster as dg
+from mesh_assets import domain_definitions
+
+defs = domain_definitions(sys.argv[1])
+repo = defs.get_repository_def()
+graph = repo.asset_graph
+assert len(graph.get_all_asset_keys()) == 1501  # 1,500 outputs and the external table
+assert graph.get(dg.AssetKey(["big", "t1499"])).parent_keys == {dg.AssetKey(["big", "t1498"])}
+print(len(defs.resolve_implicit_global_asset_job_def().graph.node_defs), sorted(s.name for s in repo.sensor_defs))
+"""
+
+
 @pytest.mark.slow
-def test_a_code_location_loads_on_a_thousand_deep_chain(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", ["4", "5"])
+def test_a_code_location_loads_on_a_chain_deeper_than_pythons_recursion_limit(tmp_path: Path, seed: str) -> None:
     """The composition root on the same chain, as Dagster loads the domain's location: assets, the asset graph,
-    the implicit job over all of them, sensors; nothing recurses per level."""
-    root = write_chain(tmp_path, 1000, "raw")
+    the implicit job over all of them, sensors. Dagster builds the job recursively from a start that string
+    hashing picks; under these two hash seeds (of 1-6) it started far enough down the chain to raise
+    RecursionError at Python's default limit, which Mesh now raises to fit the deepest chain."""
+    root = write_chain(tmp_path, 1500, "raw")
     (root / "big" / "definitions.py").write_text(LOCATION)
-    defs = domain_definitions(root / "big" / "definitions.py")
-    repo = defs.get_repository_def()
-    graph = repo.asset_graph
-    assert len(graph.get_all_asset_keys()) == 1001  # 1,000 outputs and the external table
-    assert graph.get(dg.AssetKey(["big", "t999"])).parent_keys == {dg.AssetKey(["big", "t998"])}
-    assert len(defs.resolve_implicit_global_asset_job_def().graph.node_defs) == 1000
-    assert {s.name for s in repo.sensor_defs} >= {"big__observe_external_tables"}
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    args = [sys.executable, "-c", LOAD, str(root / "big" / "definitions.py")]
+    loaded = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    nodes, sensors = loaded.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert nodes == "1500" and "big__observe_external_tables" in sensors
+
+
+def test_the_longest_chain_is_counted_without_recursion_and_a_cycle_ends_it(tmp_path: Path) -> None:
+    domains = load_all(write_chain(tmp_path / "deep", 3000, "raw"))
+    assert MeshGraph(domains).longest_chain() == 3001  # the external table, then 3,000 products
+    looped = load_all(write_chain(tmp_path / "looped", 3, "t2"))  # t0 reads t2, which reads t1, which reads t0
+    assert MeshGraph(looped).longest_chain() == 3
 
 
 def test_a_cycle_at_the_end_of_a_thousand_deep_chain_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
