@@ -34,7 +34,7 @@ session's generated code fills (the JVM then stops compiling and Spark's tasks f
 QUICK_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """Spark's per-operator projections interpreted rather than generated (whole-stage code generation stays): on
 small data a task spent more CPU writing and compiling a projection than using it, most of all Delta's log
-replay, which generated one for its whole action schema in every task (a third of a test file's CPU)."""
+replay, which generated one for its whole action schema in every task (over a quarter of a test file's CPU)."""
 ARCHIVE_SECONDS = 600
 """How long the archiving session may take (a JVM start and a few Delta commits; minutes on a busy machine)."""
 
