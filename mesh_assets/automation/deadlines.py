@@ -19,9 +19,8 @@ import dagster as dg
 from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.grain import midnight, utc
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import DataProduct
-from mesh_assets.run.readiness import input_range
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
@@ -54,7 +53,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                     break
                 if end is not None and start >= end:
                     continue  # the consumer's partitions stopped: nothing after its end is late
-                needed = input_range(inp, upstream, PartitionRange(grain, start, start))
+                needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
                 missing = [k for k in (needed.keys() if needed else []) if k not in done]
                 window_end = start + grain.step
                 for label, hours in limits:

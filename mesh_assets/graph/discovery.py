@@ -56,7 +56,7 @@ def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
 
 
 def _load_yaml(
-    path: Path, domain: str, defaults: DomainDefaults, component: bool = False
+    path: Path, domain: str, defaults: DomainDefaults, component: bool = False, dagster_rules: bool = True
 ) -> tuple[list[DataProduct], list[SpecError]]:
     """A product spec file, or with ``component`` a ``defs.yaml`` whose ``attributes`` are one (a component of
     another type is Dagster's alone; an unreadable one fails the code location, so it is reported here too)."""
@@ -114,7 +114,7 @@ def _load_yaml(
         product = DataProduct.model_validate(fields)
     except ValidationError as exc:
         return [], errors + pydantic_errors(exc, path, lines, yaml_style=True)
-    return ([product] if not errors else []), errors + product_errors(product, lines)
+    return ([product] if not errors else []), errors + product_errors(product, lines, dagster_rules)
 
 
 COMPONENT_TYPE = "mesh_assets.DataProduct"
@@ -139,7 +139,9 @@ def _through(cache: YamlCache | None, folder: Path, path: Path, load: Callable[[
     return products, errors
 
 
-def _load_components(folder: Path, defaults: DomainDefaults, cache: YamlCache | None = None) -> Loaded:
+def _load_components(
+    folder: Path, defaults: DomainDefaults, cache: YamlCache | None = None, dagster_rules: bool = True
+) -> Loaded:
     """The products declared as ``mesh_assets.DataProduct`` components: their ``attributes`` are a product spec,
     validated (and reported with file, line and field) exactly as a product's YAML file is."""
     products: list[DataProduct] = []
@@ -147,7 +149,10 @@ def _load_components(folder: Path, defaults: DomainDefaults, cache: YamlCache | 
 
     for path in sorted((folder / DEFS_FOLDER).glob("**/defs.yaml")):
         loaded = _through(
-            cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults, component=True)
+            cache,
+            folder,
+            path,
+            lambda path=path: _load_yaml(path, folder.name, defaults, component=True, dagster_rules=dagster_rules),
         )
         products.extend(loaded[0])
         errors.extend(loaded[1])
@@ -179,7 +184,9 @@ def product_lines(path: Path) -> tuple[dict[str, int], int | None]:
     return names, calls[0] if len(calls) == 1 else None
 
 
-def _load_python(path: Path, domain: str, defaults: DomainDefaults) -> tuple[list[DataProduct], list[SpecError]]:
+def _load_python(
+    path: Path, domain: str, defaults: DomainDefaults, dagster_rules: bool = True
+) -> tuple[list[DataProduct], list[SpecError]]:
     module_name = f"mesh_domains.{domain}.{path.stem}"
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -227,7 +234,7 @@ def _load_python(path: Path, domain: str, defaults: DomainDefaults) -> tuple[lis
             continue
         products.append(product)
         at = {("tables", i): t["line"] for i, t in enumerate(value.transformations)}
-        errors.extend(product_errors(product, {(): line, **at}))
+        errors.extend(product_errors(product, {(): line, **at}, dagster_rules))
     return products, errors
 
 
@@ -236,12 +243,17 @@ def is_python_product(path: Path) -> bool:
 
 
 def load_domain(
-    folder: Path, on_file: Callable[[Path], object] = lambda path: None, cache: YamlCache | None = None
+    folder: Path,
+    on_file: Callable[[Path], object] = lambda path: None,
+    cache: YamlCache | None = None,
+    dagster_rules: bool = True,
 ) -> DomainSpecs:
     """Load every product in one domain folder, collecting all errors instead of stopping at the first;
     ``on_file`` hears of each file before it is loaded. A domain whose defaults file does not validate is
     reported alone: every product would inherit from it. YAML products found in ``cache`` are taken from it,
-    and those read are added to it; Python files always run (their products are the code)."""
+    and those read are added to it; Python files always run (their products are the code). Without
+    ``dagster_rules`` owners and tags are not put to Dagster: for a submitted run's application, whose domain
+    its code location accepted, and which runs without Dagster."""
     specs = DomainSpecs(domain=folder.name, folder=folder)
     if not IDENTIFIER.fullmatch(folder.name):
         specs.errors.append(SpecError(relative(folder), None, "domain", f"invalid domain name {folder.name!r}"))
@@ -249,7 +261,7 @@ def load_domain(
     defaults, specs.errors = load_defaults(folder)
     if specs.errors:
         return specs
-    specs.products, specs.errors = _load_components(folder, defaults, cache)
+    specs.products, specs.errors = _load_components(folder, defaults, cache, dagster_rules)
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python
@@ -259,9 +271,11 @@ def load_domain(
             continue
         on_file(path)
         if load is _load_yaml:
-            products, errors = _through(cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults))
+            products, errors = _through(
+                cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults, False, dagster_rules)
+            )
         else:
-            products, errors = load(path, folder.name, defaults)
+            products, errors = load(path, folder.name, defaults, dagster_rules)
         specs.products.extend(products)
         specs.errors.extend(errors)
     return specs

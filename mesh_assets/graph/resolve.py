@@ -17,8 +17,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import dagster as dg
-
 from mesh_assets.graph.queries import query_columns
 from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
 from mesh_assets.model.checks import CheckSpec
@@ -38,6 +36,8 @@ from mesh_assets.model.product import (
 )
 
 if TYPE_CHECKING:
+    import dagster as dg
+
     from mesh_assets.graph.discovery import DomainSpecs
 
 Transformation = PySparkTransformation | SqlTransformation
@@ -132,6 +132,8 @@ class Table:
 
     @cached_property
     def key(self) -> dg.AssetKey:
+        import dagster as dg  # here: a run's body, which may run without Dagster, never asks for a key
+
         return dg.AssetKey([self.domain, self.name])
 
     @property

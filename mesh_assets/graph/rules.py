@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from functools import cache
 
-import dagster as dg
-
 from mesh_assets.graph import yaml_lines
 from mesh_assets.graph.governance import classification_errors, lifecycle_errors, tier_errors
 from mesh_assets.graph.revisions import sql_text
@@ -35,6 +33,8 @@ def _tag_refused(key: str, value: str) -> str | None:
 
 
 def _dagster_refuses(**spec: object) -> str | None:
+    import dagster as dg  # only to judge: a submitted run's application loads its domain without Dagster
+
     try:
         dg.AssetSpec(key="mesh_rule_check", **spec)  # type: ignore[arg-type]
     except dg.DagsterInvalidDefinitionError as exc:
@@ -85,12 +85,13 @@ def _table_errors(
     return found
 
 
-def product_errors(product: DataProduct, lines: yaml_lines.Lines) -> list[SpecError]:
-    """Every refusal of ``product`` beyond its types; ``lines`` maps spec locations (YAML terms) to lines."""
+def product_errors(product: DataProduct, lines: yaml_lines.Lines, dagster_rules: bool = True) -> list[SpecError]:
+    """Every refusal of ``product`` beyond its types; ``lines`` maps spec locations (YAML terms) to lines.
+    Without ``dagster_rules`` its owner and tags are not put to Dagster."""
     found: list[tuple[tuple, str]] = []
-    if _owner_refused(product.owner):
+    if dagster_rules and _owner_refused(product.owner):
         found.append((("owner",), f"owner {product.owner!r} is refused: {OWNER_RULE}"))
-    for key, value in product.tags.items():
+    for key, value in product.tags.items() if dagster_rules else ():
         if (problem := _tag_refused(key, value)) is not None:
             found.append((("tags", key), problem))
     for i, t in enumerate(product.transformations):

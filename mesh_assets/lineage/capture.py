@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import dagster as dg
 from pyspark.sql import DataFrame
 
 from mesh_assets.lineage.columns import plan_lineage, read_schemas, sql_lineage
 from mesh_assets.lineage.plan import ColumnSources, leaf_paths, normalize, seq
+from mesh_assets.model.errors import Refused
 from mesh_assets.settings import UndeclaredReads
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Reads:
         }
 
 
-class UndeclaredReadRefused(dg.Failure):
+class UndeclaredReadRefused(Refused):
     """A run read tables it does not declare, in a domain whose ``lineage.undeclared_reads`` is ``error``."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -34,3 +35,17 @@ def relative(path: Path | str | None) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+class Refused(Exception):
+    """A run Mesh refuses, in words made of partition keys, counts, check and column names (never row values).
+
+    The Dagster step fails with it as a ``dg.Failure`` of the same description and metadata; it is not one
+    itself so that a run's body imports no Dagster where it runs as a Spark application (engine mode
+    ``submit``), where importing Dagster costs most of a second of every run.
+    """
+
+    def __init__(self, description: str, metadata: dict[str, Any] | None = None):
+        super().__init__(description)
+        self.description = description
+        self.metadata = dict(metadata or {})

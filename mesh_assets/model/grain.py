@@ -3,7 +3,8 @@
 A :class:`Grain` owns everything that differs between daily, hourly and unpartitioned tables: the Dagster
 partition key's format and parse, the step between partitions, the Spark type and key pattern of the
 partition column, its SQL and Python literals, and the Dagster partitions definition. Nothing else branches
-on the spec's ``partitioning`` string; it asks the grain.
+on the spec's ``partitioning`` string; it asks the grain. Dagster is imported by the functions that build its
+objects, not by the module: a run's body, which may run as a Spark application without Dagster, needs none.
 
 Time is UTC: a key names a UTC day or hour, and values are timezone-aware UTC datetimes. PySpark turns a
 naive datetime into an instant with the Python process's local zone (``time.mktime``), so under
@@ -15,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-import dagster as dg
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 DATE, REGION = "date", "region"
 """The dimensions of a date-by-region table's Dagster partitions."""
@@ -45,6 +48,8 @@ def timestamp_text(value: datetime) -> str:
 
 def region_key(day: str, region: str) -> str:
     """Dagster's key of one (day, region) partition."""
+    import dagster as dg
+
     return str(dg.MultiPartitionKey({DATE: day, REGION: region}))
 
 
@@ -88,6 +93,8 @@ class Grain:
     @classmethod
     def of_partitions(cls, partitions_def: dg.PartitionsDefinition) -> Grain:
         """The grain of a Dagster time-partitions definition (hourly or daily); any other is refused."""
+        import dagster as dg
+
         if isinstance(partitions_def, dg.HourlyPartitionsDefinition):
             return cls.HOURLY
         if isinstance(partitions_def, dg.DailyPartitionsDefinition):
@@ -170,6 +177,8 @@ def _partitions_def(
     name: str, start: date, regions: tuple[str, ...] | None, end: date | None
 ) -> dg.PartitionsDefinition | None:
     """One shared definition per (grain, start, regions, end), so identical tables compare equal and load fast."""
+    import dagster as dg
+
     grain = Grain.of(name)
     if grain is Grain.DAILY and regions:
         return dg.MultiPartitionsDefinition(

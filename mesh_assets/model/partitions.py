@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from mesh_assets.model.grain import Grain, PartitionKeyError, utc
+from mesh_assets.model.windows import Window
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,13 @@ class PartitionRange:
     def literal(self, value: datetime) -> date | datetime:
         """The Python value Spark compares the partition column with (see :meth:`Grain.literal`)."""
         return self.grain.literal(value)
+
+
+def window_range(window: Window, grain: Grain, part: PartitionRange | None) -> PartitionRange | None:
+    """The partitions of an input of ``grain`` that the output range ``part`` reads through ``window``; None
+    for the whole table."""
+    if part is None or not grain.partitioned or window.kind == "all":
+        return None
+    if window.skips_current:
+        return part.before(window.n).as_grain(grain)
+    return part.widen(window.lookback).as_grain(grain)

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from mesh_assets.compat import is_valid_cron_schedule
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
@@ -226,7 +225,11 @@ class DataProduct(Strict):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None and not is_valid_cron_schedule(value):
+        if value is None:
+            return value
+        from mesh_assets.compat import is_valid_cron_schedule  # Dagster's rule; imported only when one is set
+
+        if not is_valid_cron_schedule(value):
             raise ValueError(f"not a valid cron schedule: {value!r}")
         return value
 

@@ -12,17 +12,16 @@ import logging
 from functools import reduce
 from typing import Any
 
-import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mesh_assets.engine.session import is_connect
 from mesh_assets.graph.queries import bind_parameters, rewrite_tables, view_name
 from mesh_assets.graph.resolve import Node, Read
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.errors import Refused
+from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.run.context import ProductContext
-from mesh_assets.run.readiness import input_range
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 
@@ -48,10 +47,10 @@ def read_window(
     except TableNotFoundError as exc:
         if read.input.window.skips_current:
             return None
-        raise dg.Failure(description=f"input {upstream.ref} has never been published: {exc}") from None
+        raise Refused(f"input {upstream.ref} has never been published: {exc}") from None
     version = versions.get((upstream.domain, upstream.name))
     df = spark.table(name) if version is None else spark.read.option("versionAsOf", version).table(name)
-    rng = input_range(read.input, upstream, part)
+    rng = window_range(read.input.window, upstream.grain, part)
     if rng is None:
         return df
     col = F.col(upstream.partition_column)
@@ -63,7 +62,7 @@ def _with_partition_column(df: DataFrame, column: str, part: PartitionRange, fil
     if column in df.columns:
         return df.withColumn(column, F.col(column).cast(spark_type))
     if not fill:
-        raise dg.Failure(description=f"a range-aware transformation must return the partition column {column!r}")
+        raise Refused(f"a range-aware transformation must return the partition column {column!r}")
     return df.withColumn(column, F.lit(part.literal(part.start)).cast(spark_type))
 
 
@@ -85,7 +84,7 @@ def transform(
             kwargs["context"] = ProductContext(spark, part, log, run_id)
         df = t.fn(**kwargs)
         if not isinstance(df, DataFrame):
-            raise dg.Failure(description=f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")
+            raise Refused(f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")
     else:
         assert node.sql is not None
         views = {}

@@ -19,9 +19,9 @@ import dagster as dg
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.body import RunPlan, run_body
+from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
-from mesh_assets.run.privacy import private_failures
 from mesh_assets.run.readiness import unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.settings import EngineMode, MeshSettings
@@ -101,7 +101,7 @@ def execute(
 ) -> Iterator[Any]:
     """The asset's body: the run with its hooks (lineage), then its events; a classified output's errors
     reach them without row values."""
-    with run_hooks(context, mesh, node) as hooks, private_failures(node.table):
+    with run_hooks(context, mesh, node) as hooks, step_failures(node.table):
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)
         yield from record(context, node, outcome)

@@ -9,39 +9,34 @@ is replaced by its class, and its chain is not kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import dagster as dg
+import sys
 
 from mesh_assets.checks.errors import withheld
 from mesh_assets.graph.resolve import Table
+from mesh_assets.model.errors import Refused
 from mesh_assets.storage.delta import CommitNotFound
 from mesh_assets.storage.schema import SchemaChangeRefused
 from mesh_assets.storage.writer import WriteFailed
 
-OWN_REFUSALS = (dg.Failure, SchemaChangeRefused, CommitNotFound)
+OWN_REFUSALS = (Refused, SchemaChangeRefused, CommitNotFound)
 """Mesh's refusals, whose texts are made of partition keys, counts, check and column names."""
+
+
+def described(exc: BaseException) -> bool:
+    """Whether ``exc`` carries a description and metadata written for the run's error: a refusal of Mesh's or
+    a ``dg.Failure``. Dagster is looked up, not imported: where a body runs without it (a submitted
+    application), nothing raised is a ``dg.Failure``."""
+    dagster = sys.modules.get("dagster")
+    return isinstance(exc, Refused) or (dagster is not None and isinstance(exc, dagster.Failure))
 
 
 def private_description(exc: BaseException, table: Table) -> str | None:
     """What a failure of ``table``'s run may say instead of ``exc``'s own text; None when that text is safe
     (an open table, a refusal of Mesh's own, a write failed by its storage)."""
-    if table.shows_values or isinstance(exc, OWN_REFUSALS):
+    if table.shows_values or isinstance(exc, OWN_REFUSALS) or described(exc):
         return None
     if isinstance(exc, WriteFailed):
         if exc.about_storage:  # a full disk or a conflict: its words name files and writers
             return None
         return exc.with_cause(withheld(exc.__cause__ or exc, table.ref, table.classification))
     return f"{table.ref} failed: {withheld(exc, table.ref, table.classification)}"
-
-
-@contextmanager
-def private_failures(table: Table) -> Iterator[None]:
-    """Errors of ``table``'s run as their class alone when the table is classified above ``l0``."""
-    try:
-        yield
-    except Exception as exc:
-        if (description := private_description(exc, table)) is None:
-            raise
-        raise dg.Failure(description=description) from None

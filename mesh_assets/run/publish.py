@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
 from mesh_assets.checks.evaluate import audit
 from mesh_assets.checks.guard import write_guard
 from mesh_assets.checks.outcomes import CheckOutcome, failed_partitions
 from mesh_assets.graph.resolve import Node
+from mesh_assets.model.errors import Refused
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.schema import SchemaRule
@@ -24,7 +24,7 @@ from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import WriteFailed, WriteResult, commit, stage
 
 
-class RowsOutsidePartitions(dg.Failure):
+class RowsOutsidePartitions(Refused):
     """The computation returned rows of partitions the run does not write: nothing is committed."""
 
 

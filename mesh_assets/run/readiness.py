@@ -18,26 +18,17 @@ import dagster as dg
 from mesh_assets.compat import AssetCheckExecutionRecordStatus
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.grain import region_key
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import Input
 
 Status = AssetCheckExecutionRecordStatus
 CHECK_STATES = {Status.FAILED: "failed", Status.PLANNED: "pending"}
 
 
-def input_range(inp: Input, upstream: Table, part: PartitionRange | None) -> PartitionRange | None:
-    """The upstream partitions one output range reads, or None for the whole table."""
-    if part is None or not upstream.grain.partitioned or inp.window.kind == "all":
-        return None
-    if inp.window.skips_current:
-        return part.before(inp.window.n).as_grain(upstream.grain)
-    return part.widen(inp.window.lookback).as_grain(upstream.grain)
-
-
 def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> list[str] | None:
     """The upstream partition keys ``part``'s window reads (every region of a regional day), from the
     upstream's first partition on; None when the whole table is read."""
-    needed = input_range(inp, upstream, part)
+    needed = window_range(inp.window, upstream.grain, part)
     if needed is None:
         return None
     first = upstream.start_date.isoformat()

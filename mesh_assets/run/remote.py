@@ -21,7 +21,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
 from dagster_pipes import (
     PipesContextLoader,
     PipesDefaultContextLoader,
@@ -40,7 +39,7 @@ from mesh_assets.graph.discovery import load_domain
 from mesh_assets.graph.resolve import MeshGraph, Node
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.outcome import outcome_json
-from mesh_assets.run.privacy import private_description
+from mesh_assets.run.privacy import described, private_description
 from mesh_assets.storage.tables import TableRegistry
 
 NOT_UNDER_PIPES = (
@@ -84,7 +83,7 @@ def rebuilt_node(request: dict[str, Any]) -> Node:
     """The node as the code location resolved it: its own domain's products loaded from their files, the
     tables of other domains (and tools) it reads from the request."""
     domain, table = request["domain"], request["table"]
-    specs = load_domain(domain_files(request["folder"], domain))
+    specs = load_domain(domain_files(request["folder"], domain), dagster_rules=False)
     graph = MeshGraph({domain: specs}, [table_from_json(t) for t in request["tables"]])
     if (domain, table) not in graph.nodes:
         problems = "; ".join(f"{e.file}:{e.line} {e.message}" for e in specs.errors) or "no product declares it"
@@ -97,7 +96,7 @@ def failure_json(exc: Exception, node: Node | None = None) -> dict[str, Any]:
     class alone for a table classified above ``l0``: the text may quote a row)."""
     if node is not None and (description := private_description(exc, node.table)) is not None:
         return {"error": type(exc).__name__, "description": description, "metadata": {}}
-    if isinstance(exc, dg.Failure):
+    if described(exc):
         metadata = {key: getattr(value, "value", value) for key, value in exc.metadata.items()}
         return {
             "error": type(exc).__name__,

@@ -23,6 +23,7 @@ from mesh_assets.graph.resolve import Node
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.app import APPLICATION
 from mesh_assets.run.body import RunPlan
+from mesh_assets.run.failures import step_failure
 from mesh_assets.run.outcome import RunOutcome, outcome_from_json
 from mesh_assets.settings import Launcher
 from mesh_assets.storage.resource import MeshResource
@@ -77,12 +78,7 @@ def reported_outcome(messages: Sequence[Any], node: Node, part: PartitionRange |
     for message in messages:
         if isinstance(message, dict) and "failure" in message:
             failure = message["failure"]
-            metadata = {
-                key: dg.MetadataValue.json(value) if isinstance(value, list | dict) else value
-                for key, value in failure["metadata"].items()
-            }
-            metadata["error"] = failure["error"]
-            raise SubmittedRunFailed(description=failure["description"], metadata=metadata)
+            raise step_failure(failure["description"], failure["metadata"], failure["error"], SubmittedRunFailed)
         if isinstance(message, dict) and "outcome" in message:
             return outcome_from_json(message["outcome"], node, part)
     raise dg.Failure(

@@ -6,6 +6,7 @@ failure, the same Delta commit. The step itself never starts Spark, and gates be
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -57,6 +58,31 @@ def no_session_in_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "get_spark", refused)
 
 
+NO_DAGSTER = """
+import sys
+
+
+class NoDagster:
+    \"\"\"Dagster cannot be imported in this Python (Dagster Pipes can): the application must not need it.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "dagster" or name.startswith("dagster."):
+            raise ImportError(f"{name} is not installed where the application runs")
+
+
+sys.meta_path.insert(0, NoDagster())
+"""
+
+
+def without_dagster(tmp_path: Path) -> str:
+    """A ``PYTHONPATH`` whose ``sitecustomize`` makes Dagster unimportable in the processes the step starts (the
+    driver's Python inherits it through spark-submit; the step's own process started long before)."""
+    folder = tmp_path / "no_dagster"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(NO_DAGSTER)
+    return os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+
+
 def submitted_domains(tmp_path: Path) -> Path:
     """The ``shop`` domains, ``orders``'s product declaring ``engine="submit"`` over the deployment's mode."""
     domains = tmp_path / "domains"
@@ -80,8 +106,13 @@ def test_a_launched_range_publishes_refuses_and_records_what_local_mode_does(
 ) -> None:
     local, expected = local_run
     master, work = cluster
-    # the deployment's mode stays session: the product's own engine="submit" launches it on the cluster
-    settings_env(MESH_SPARK__MASTER=master, SPARK_LOCAL_IP="127.0.0.1")  # executors reach the driver on loopback
+    # the deployment's mode stays session: the product's own engine="submit" launches it on the cluster; its
+    # driver runs where Dagster cannot be imported (Dagster Pipes and Mesh are all it needs)
+    settings_env(
+        MESH_SPARK__MASTER=master,
+        SPARK_LOCAL_IP="127.0.0.1",  # executors reach the driver on loopback
+        PYTHONPATH=without_dagster(tmp_path),
+    )
     earlier = set(work.glob("app-*"))
     mesh = landed(spark, tmp_path / "submitted")
     domains = submitted_domains(tmp_path)

@@ -21,6 +21,7 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.app import APPLICATION
 from mesh_assets.run.emr_serverless import submit_parameters
+from mesh_assets.run.failures import step_failures
 from mesh_assets.run.outcome import RunOutcome, outcome_from_json, outcome_json
 from mesh_assets.run.pipeline import engine_mode
 from mesh_assets.run.publish import RowsOutsidePartitions
@@ -187,6 +188,34 @@ def test_a_failure_in_the_application_fails_the_step_with_its_own_words(tmp_path
     assert raised.value.metadata["error"].value == "RowsOutsidePartitions"
     with pytest.raises(dg.Failure, match=r"shop\.totals: the Spark application reported no outcome"):
         reported_outcome([], node, None)
+
+
+def test_a_refusal_in_a_local_run_fails_the_step_as_a_submitted_one_does(tmp_path: Path) -> None:
+    """The body raises Mesh's refusals without Dagster (it may run as a Spark application); in the step they
+    become the ``dg.Failure`` a submitted run's report becomes: same words, metadata and error class."""
+    node = totals_node(tmp_path)  # classified l1: other errors lose their words
+    refused = RowsOutsidePartitions(
+        "shop.totals: rows outside the run's partitions 2021-06-01 were refused, nothing was written",
+        {"partitions_outside_the_run": ["2021-06-02"]},
+    )
+    with pytest.raises(dg.Failure) as local, step_failures(node.table):
+        raise refused
+    with pytest.raises(SubmittedRunFailed) as submitted:
+        reported_outcome([json.loads(json.dumps({"failure": failure_json(refused, node)}))], node, None)
+    for raised in (local.value, submitted.value):
+        assert raised.description == refused.description
+        assert raised.metadata["partitions_outside_the_run"].value == ["2021-06-02"]
+        assert raised.metadata["error"].value == "RowsOutsidePartitions"
+
+    with pytest.raises(dg.Failure) as quoting, step_failures(node.table):
+        raise ValueError("The value 'ann@example.org' cannot be cast to BIGINT")
+    assert (
+        quoting.value.description == "shop.totals failed: [ValueError] (message withheld: shop.totals is classified l1)"
+    )
+    own = dg.Failure(description="shop.totals: no partitions to check")
+    with pytest.raises(dg.Failure) as passed, step_failures(node.table):
+        raise own
+    assert passed.value is own
 
 
 def test_an_application_error_of_a_classified_table_reaches_the_step_as_its_class_alone(tmp_path: Path) -> None:

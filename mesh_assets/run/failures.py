@@ -1,0 +1,46 @@
+"""How a run's failure reaches Dagster: as a ``dg.Failure`` in Mesh's words, whichever side the body ran on.
+
+The body raises Mesh's :class:`~mesh_assets.model.errors.Refused` (it runs without Dagster in a submitted
+application); the step turns it, or the failure a submitted application reported, into the ``dg.Failure`` the
+run's error, the owners' alert and the lineage FAIL event show. Any other error of a classified output is
+reduced to its class (:mod:`mesh_assets.run.privacy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import dagster as dg
+
+from mesh_assets.graph.resolve import Table
+from mesh_assets.model.errors import Refused
+from mesh_assets.run.privacy import private_description
+
+
+def step_failure(
+    description: str, metadata: Mapping[str, Any], error: str, kind: type[dg.Failure] = dg.Failure
+) -> dg.Failure:
+    """A ``kind`` failing the step with ``description``, ``metadata`` (lists and mappings as JSON) and the
+    ``error``'s class name, so the UI names what refused the run."""
+    values: dict[str, Any] = {
+        key: dg.MetadataValue.json(value) if isinstance(value, list | dict) else value
+        for key, value in metadata.items()
+    }
+    values["error"] = error
+    return kind(description=description, metadata=values)
+
+
+@contextmanager
+def step_failures(table: Table) -> Iterator[None]:
+    """The run of ``table`` fails with Mesh's refusals as Dagster failures, and with any other error as its
+    class alone when ``table`` is classified above ``l0``."""
+    try:
+        yield
+    except Refused as exc:
+        raise step_failure(exc.description, exc.metadata, type(exc).__name__) from None
+    except Exception as exc:
+        if (description := private_description(exc, table)) is None:
+            raise
+        raise dg.Failure(description=description) from None
