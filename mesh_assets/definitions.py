@@ -9,10 +9,13 @@ consumes, so one broken domain never takes the others down.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -240,6 +243,16 @@ def _room_for_dagsters_recursion(depth: int) -> None:
         sys.setrecursionlimit(needed)
 
 
+@cache
+def _exit_without_a_last_collection() -> None:
+    """Python's finalization ends with a garbage collection over every object the process still holds: in a
+    process that built definitions (a launched run, the CLI, a code server) a pass over Dagster's definitions
+    and the run's events, 0.35-0.65 s of its exit on two cores. Frozen at exit (``gc.freeze``), the heap is
+    left out of that pass; objects are still released as their modules are cleared, and logging and temporary
+    files are closed by their own exit hooks, which run after this one."""
+    atexit.register(gc.freeze)
+
+
 def build_definitions(
     domains: dict[str, DomainSpecs],
     only: set[str] | None = None,
@@ -261,6 +274,7 @@ def build_definitions(
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra, judged)
     _room_for_dagsters_recursion(graph.longest_chain())
+    _exit_without_a_last_collection()
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
