@@ -9,13 +9,10 @@ consumes, so one broken domain never takes the others down.
 
 from __future__ import annotations
 
-import atexit
-import gc
 import sys
 import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
-from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -28,6 +25,7 @@ from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
+from mesh_assets.collector import collector_paused
 from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
@@ -151,6 +149,7 @@ def _component_definitions(graph: MeshGraph, folder: Path) -> dg.Definitions:
     )
 
 
+@collector_paused()
 def component_definitions(spec_file: Path) -> dg.Definitions:
     """The definitions of the product a component file declares, from the mesh its domain's code location
     (:func:`domain_definitions`) resolved: a product's assets need the other domains' tables."""
@@ -243,16 +242,7 @@ def _room_for_dagsters_recursion(depth: int) -> None:
         sys.setrecursionlimit(needed)
 
 
-@cache
-def _exit_without_a_last_collection() -> None:
-    """Python's finalization ends with a garbage collection over every object the process still holds: in a
-    process that built definitions (a launched run, the CLI, a code server) a pass over Dagster's definitions
-    and the run's events, 0.35-0.65 s of its exit on two cores. Frozen at exit (``gc.freeze``), the heap is
-    left out of that pass; objects are still released as their modules are cleared, and logging and temporary
-    files are closed by their own exit hooks, which run after this one."""
-    atexit.register(gc.freeze)
-
-
+@collector_paused()
 def build_definitions(
     domains: dict[str, DomainSpecs],
     only: set[str] | None = None,
@@ -274,7 +264,6 @@ def build_definitions(
     quiet_check_gating_notice()
     graph = _resolved(domains, only, extra, judged)
     _room_for_dagsters_recursion(graph.longest_chain())
-    _exit_without_a_last_collection()
 
     def whole_mesh() -> AssetGraph:
         """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
@@ -308,6 +297,7 @@ def _defined_elsewhere(graph: MeshGraph, chosen: list[str], tool_keys: set[dg.As
     return [upstream_spec(table) for key, table in sorted(read.items()) if key not in built]
 
 
+@collector_paused()
 def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
     """The code location of the domain whose ``definitions.py`` is ``definitions_file``: its products, its dbt
     models, its sensors and jobs.
@@ -333,6 +323,7 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
     )
 
 
+@collector_paused()
 def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None) -> dg.Definitions:
     """Every domain in one Definitions: for the demo, tests and tools that see the whole mesh.
 

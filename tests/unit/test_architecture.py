@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "mesh_assets"
 LAYERS: list[set[str]] = [
-    {"compat", "settings"},
+    {"compat", "settings", "collector"},
     {"model"},
     {"engine"},
     {"storage"},
