@@ -34,16 +34,21 @@ tables:
 """
 
 
-def test_yaml_products_load_without_spark_or_lineage(tmp_path: Path):
+def in_a_mesh(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter, given the domains folder of a one-product mesh."""
     (tmp_path / "domains" / "shop").mkdir(parents=True)
     (tmp_path / "domains" / "shop" / "orders.yaml").write_text(SPEC)
-    out = subprocess.run(
-        [sys.executable, "-c", LOAD, str(tmp_path / "domains")],
+    return subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "domains")],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "MESH_HOME": str(tmp_path)},
     )
+
+
+def test_yaml_products_load_without_spark_or_lineage(tmp_path: Path):
+    out = in_a_mesh(LOAD, tmp_path)
     assert set(out.stdout.split()) & RUN_SIDE == set()
 
 
@@ -109,15 +114,7 @@ def test_definitions_build_with_the_collector_paused_and_the_first_ones_stay_fro
     full collection: 0.75-0.85 s of a 2.4 s load at 1,000 products (bench/FINDINGS.md). It is paused while
     they build, the process's first definitions are frozen, later builds are collected as usual, a caller's
     own pause is kept, and a failed build leaves it running."""
-    (tmp_path / "domains" / "shop").mkdir(parents=True)
-    (tmp_path / "domains" / "shop" / "orders.yaml").write_text(SPEC)
-    out = subprocess.run(
-        [sys.executable, "-c", COLLECTOR, str(tmp_path / "domains")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "MESH_HOME": str(tmp_path)},
-    )
+    out = in_a_mesh(COLLECTOR, tmp_path)
     assert out.stdout.splitlines() == [
         "collections while building: 0 enabled after: True frozen: True",
         "second build froze nothing more: True enabled after: True",
@@ -140,13 +137,5 @@ print("frozen before exit:", gc.get_freeze_count() > 0)
 def test_a_process_that_built_definitions_exits_without_collecting_them(tmp_path: Path):
     """Python's last collection at exit walks every object still held (0.35-0.65 s of a launched run's exit,
     bench/FINDINGS.md); the heap is frozen at exit instead."""
-    (tmp_path / "domains" / "shop").mkdir(parents=True)
-    (tmp_path / "domains" / "shop" / "orders.yaml").write_text(SPEC)
-    out = subprocess.run(
-        [sys.executable, "-c", EXIT, str(tmp_path / "domains")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "MESH_HOME": str(tmp_path)},
-    )
+    out = in_a_mesh(EXIT, tmp_path)
     assert out.stdout.split("\n")[:2] == ["frozen before exit: False", "frozen at exit: True"]
