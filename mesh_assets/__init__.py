@@ -116,7 +116,10 @@ def __getattr__(name: str) -> object:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    from mesh_assets.collector import importing
+
+    with importing():
+        value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 
