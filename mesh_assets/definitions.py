@@ -30,7 +30,7 @@ from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
 from mesh_assets.graph.isolate import catalog_tables, discover_all
-from mesh_assets.graph.own_domain import load_own_domain
+from mesh_assets.graph.own_domain import load_own_domain, load_own_domains
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.graph.validate import validate
 from mesh_assets.model.defaults import DomainDefaults
@@ -49,9 +49,13 @@ def tool_tables(domains_dir: Path) -> list[Table]:
     """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
     domains of ``domains_dir`` give them the defaults their config leaves out."""
     from mesh_assets.dbt.catalog import dbt_tables
+    from mesh_assets.dbt.project import manifest_path
 
+    manifest = manifest_path()
+    if not manifest.exists():  # before the domains' defaults are read for it
+        return []
     try:
-        return dbt_tables(defaults=domains_defaults(domains_dir))
+        return dbt_tables(manifest, defaults=domains_defaults(domains_dir))
     except FileNotFoundError:
         return []
 
@@ -206,7 +210,7 @@ def _domain_definitions(
     tool_keys = [k for models in dbt for k in models.keys]
     parts.append(dg.Definitions(assets=dbt))
     nodes = graph.nodes_of(domain)
-    external = [t for t in graph.tables.values() if t.domain == domain and t.external]
+    external = graph.external_of(domain)
     sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: graph.readers(t.domain, t.name) for t in built}
@@ -334,7 +338,14 @@ def mesh_definitions(domains_dir: Path | None = None, *, dbt: bool | None = None
     folder = domains_dir or settings.domains_dir
     extra = tool_tables(folder)
     with_dbt = dbt if dbt is not None else (domains_dir is None and bool(extra))
-    return build_definitions(load_all(folder), extra=extra, settings=settings, dbt=with_dbt)
+    own = load_own_domains(folder, settings.home)
+    return build_definitions(
+        {name: domain.specs for name, domain in own.items()},
+        extra=extra,
+        settings=settings,
+        dbt=with_dbt,
+        judged={name: domain.errors for name, domain in own.items()},
+    )
 
 
 def executable_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:

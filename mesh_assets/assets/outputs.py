@@ -4,11 +4,7 @@ What only a run needs (Spark, the write path, lineage) is imported by the run, s
 location costs the definitions alone.
 """
 
-from collections.abc import Iterator
-from typing import Any
-
 import dagster as dg
-from dagster import AssetExecutionContext
 
 from mesh_assets.assets.mappings import mapping_for
 from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tags, table_metadata, table_pool
@@ -59,7 +55,7 @@ def build_output_asset(
         required_resource_keys={RESOURCE_KEY},
         can_subset=True,
     )
-    def _asset(context: AssetExecutionContext) -> Iterator[Any]:
+    def _asset(context):  # unannotated: Dagster resolves the hints of every op it builds (0.04 s per 1,000)
         mesh: MeshResource = getattr(context.resources, RESOURCE_KEY)
         if not context.selected_asset_keys:  # the output's checks alone (a check-only run)
             from mesh_assets.run.recheck import recheck, tagged

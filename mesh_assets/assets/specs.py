@@ -7,6 +7,7 @@ own (one writer per table).
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -41,8 +42,9 @@ def product_tags(product: DataProduct, table: Table) -> dict[str, str]:
 
 
 def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
-    """Contacts, the product's revision, the source file and line (Dagster's code references), and the partition
-    column."""
+    """Contacts, the product's revision, the source file and line (Dagster's code references, an absolute path
+    made without resolving links: a call per file system level, for each of a thousand tables), and the
+    partition column."""
     metadata: dict[str, Any] = {
         "contacts": dg.MetadataValue.json([c.model_dump() for c in product.contacts]),
     }
@@ -54,7 +56,7 @@ def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
         metadata["dagster/code_references"] = dg.CodeReferencesMetadataValue(
             code_references=[
                 dg.LocalFileCodeReference(
-                    file_path=str(product.source_file.resolve()), line_number=table.line or product.line
+                    file_path=os.path.abspath(product.source_file), line_number=table.line or product.line
                 )
             ]
         )

@@ -1,11 +1,11 @@
 """A code location's own domain, loaded as dbt's partial parsing loads a project.
 
 The domain's validated YAML products, and the columns its queries return, are kept beside its catalog entry
-(:mod:`mesh_assets.graph.catalog`) under the same content hash: the domain folder's files and Mesh's own
-source. A reload of an unchanged domain takes them from there and trusts the entry's verdict (no error), so it
-reads no YAML, validates no spec and parses no SQL; its Python files still run, since their products are their
-code. A changed file is a new hash, so a kept product can never be stale; a domain with errors is loaded and
-judged afresh every time.
+(:mod:`mesh_assets.graph.catalog`) under the same content hash (the domain folder's files and Mesh's own
+source), and only for content judged without error. A reload of an unchanged domain takes them from there
+(its entry made), so it reads no YAML, validates no spec and parses no SQL; its Python files still run, since
+their products are their code. A changed file is a new hash, so a kept product can never be stale; a domain
+with errors is loaded and judged afresh every time.
 
 The products are kept with ``pickle`` (a validated pydantic model unpickles without being validated again)
 in Mesh's home, which a deployment trusts as it trusts the code: whoever writes there can change the mesh.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mesh_assets.graph.catalog import content_key, entry_of, entry_path, passed, write_entry
-from mesh_assets.graph.discovery import DomainSpecs, YamlCache, load_domain
+from mesh_assets.graph.discovery import DomainSpecs, YamlCache, domain_folders, load_domain
 from mesh_assets.graph.queries import known_columns, remember
 from mesh_assets.graph.revisions import sql_text
 from mesh_assets.graph.validate import local_errors
@@ -70,12 +70,12 @@ def _write_kept(home: Path, key: str, kept: Kept) -> None:
 def load_own_domain(folder: Path, home: Path) -> OwnDomain:
     """The domain in ``folder``, its YAML products kept (or taken) under its content hash in ``home``."""
     key = content_key(folder)
-    verdict = passed(home, key)
-    kept = _read_kept(home, key) if verdict else None
-    if kept is not None:
+    kept = _read_kept(home, key)
+    if kept is not None and entry_path(home, key).exists():  # kept only for content judged without error
         remember(kept.columns)
         specs = load_domain(folder, cache=kept.products)
         return OwnDomain(specs, list(specs.errors), warm=True)
+    verdict = passed(home, key)
     products: YamlCache = {}
     specs = load_domain(folder, cache=products)
     errors = local_errors(specs)
@@ -90,3 +90,9 @@ def load_own_domain(folder: Path, home: Path) -> OwnDomain:
         ]
         _write_kept(home, key, Kept(products, known_columns(queries)))
     return OwnDomain(specs, errors, warm=False)
+
+
+def load_own_domains(domains_dir: Path, home: Path) -> dict[str, OwnDomain]:
+    """Every domain under ``domains_dir``, each as its own code location loads it: the whole mesh in one
+    process (the demo, tests, ``mesh`` commands) reloads an unchanged domain from what was kept."""
+    return {folder.name: load_own_domain(folder, home) for folder in domain_folders(domains_dir)}

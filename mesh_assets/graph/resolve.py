@@ -332,10 +332,28 @@ class MeshGraph:
         return self.nodes[(domain, table)]
 
     def products_of(self, domain: str) -> list[DataProduct]:
-        return [p for p in self.products if p.domain == domain]
+        return self._by_domain.get(domain, ([], [], []))[0]
 
     def nodes_of(self, domain: str) -> list[Node]:
-        return [n for (d, _), n in self.nodes.items() if d == domain]
+        return self._by_domain.get(domain, ([], [], []))[1]
+
+    def external_of(self, domain: str) -> list[Table]:
+        """The external tables ``domain`` declares."""
+        return self._by_domain.get(domain, ([], [], []))[2]
+
+    @cached_property
+    def _by_domain(self) -> dict[str, tuple[list[DataProduct], list[Node], list[Table]]]:
+        """Per domain: its products, nodes and external tables, found in one pass (a location of many domains
+        asks once per domain)."""
+        found: dict[str, tuple[list[DataProduct], list[Node], list[Table]]] = {}
+        for product in self.products:
+            found.setdefault(product.domain, ([], [], []))[0].append(product)
+        for (domain, _), node in self.nodes.items():
+            found.setdefault(domain, ([], [], []))[1].append(node)
+        for table in self.tables.values():
+            if table.external:
+                found.setdefault(table.domain, ([], [], []))[2].append(table)
+        return found
 
     @cached_property
     def by_product(self) -> dict[tuple[str, str], tuple[list[Node], list[Table]]]:

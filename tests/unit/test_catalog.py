@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from mesh_assets.graph import yaml_lines
@@ -127,3 +129,85 @@ def test_a_domain_with_errors_is_judged_afresh_every_load(tmp_path: Path) -> Non
     (folder / "broken.yaml").write_text("name: broken\nowner: sales@example.com\n")
     first, second = load_own_domain(folder, home), load_own_domain(folder, home)
     assert first.errors and second.errors == first.errors and not second.warm
+
+
+PLAIN_SPEC = """name: orders
+owner: sales@example.com
+contacts: [{kind: chat, value: "#sales"}]
+external:
+  - {table: raw_orders}
+tables:
+  - table: orders
+    inputs: [{table: raw_orders}]
+    sql: SELECT id FROM sales.raw_orders
+    checks:
+      - {kind: not_null, columns: [id]}
+"""
+
+
+def test_the_whole_mesh_reloads_unchanged_domains_from_what_was_kept(tmp_path: Path, monkeypatch) -> None:
+    """``mesh_definitions`` (the demo, tests, ``mesh`` commands) loads each domain as its own location does: an
+    unchanged domain without reading its specs again, a changed one afresh, so a new error is refused at once."""
+    from mesh_assets import mesh_definitions
+    from mesh_assets.model.errors import SpecValidationError
+    from mesh_assets.settings import get_settings
+
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    spec = tmp_path / "domains" / "sales" / "orders.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(PLAIN_SPEC)
+    cold = mesh_definitions(tmp_path / "domains", dbt=False).resolve_asset_graph()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a spec was read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(yaml_lines, "load", refused)
+        warm = mesh_definitions(tmp_path / "domains", dbt=False).resolve_asset_graph()
+    assert warm.get_all_asset_keys() == cold.get_all_asset_keys()
+    assert {k.to_user_string() for k in warm.asset_check_keys} == {k.to_user_string() for k in cold.asset_check_keys}
+
+    spec.write_text(PLAIN_SPEC.replace("[id]", "[id, missing]"))
+    unknown_column = r"sales/orders\.yaml:11: tables\.0\.checks\.0\.columns: column 'missing'"
+    with pytest.raises(SpecValidationError, match=unknown_column):
+        mesh_definitions(tmp_path / "domains", dbt=False)
+
+
+def test_each_table_links_to_the_line_of_its_spec(tmp_path: Path, monkeypatch) -> None:
+    """The UI opens a table's spec at its line (Dagster's code references), from an absolute path even when the
+    domains folder was given relative to the working directory."""
+    from mesh_assets import mesh_definitions
+    from mesh_assets.settings import get_settings
+
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    spec = tmp_path / "domains" / "sales" / "orders.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(PLAIN_SPEC)
+    monkeypatch.chdir(tmp_path)
+    defs = mesh_definitions(Path("domains"), dbt=False)
+    metadata = defs.resolve_asset_graph().get(dg.AssetKey(["sales", "orders"])).metadata
+    [reference] = metadata["dagster/code_references"].code_references
+    assert (reference.file_path, reference.line_number) == (str(spec), 7)
+
+
+def test_a_domains_key_covers_its_files_and_nothing_that_could_hang_it(tmp_path: Path) -> None:
+    """A pipe (which would block a reader), a dangling link, hidden files and ``__pycache__`` are not part of a
+    domain's content; a file in a subfolder, or a link to one, is."""
+    from mesh_assets.graph.catalog import content_key
+
+    folder = write_domain(tmp_path)
+    key = content_key(folder)
+    os.mkfifo(folder / "pipe")
+    (folder / "dangling.yaml").symlink_to(tmp_path / "missing.yaml")
+    (folder / ".hidden.yaml").write_text("x")
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "orders.cpython-311.pyc").write_bytes(b"x")
+    assert content_key(folder) == key
+    (folder / "sql").mkdir()
+    (folder / "sql" / "orders.sql").write_text("SELECT 1")
+    assert (with_sql := content_key(folder)) != key
+    (tmp_path / "shared.sql").write_text("SELECT 2")
+    (folder / "shared.sql").symlink_to(tmp_path / "shared.sql")
+    assert content_key(folder) != with_sql
