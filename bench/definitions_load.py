@@ -15,7 +15,8 @@ location holding all the products in one domain (``domain_definitions``, as Dags
 (a new Mesh home: the specs read, validated and kept) and warm (an unchanged mesh reloaded from what was
 kept). These meshes are YAML alone, so a location's cold load reads no other domain's code; a third case is
 one domain's location among domains whose PySpark products are code, which a cold load runs in child
-processes to learn the other domains' tables and a warm one reads from the catalog.
+processes to learn the other domains' tables and a warm one reads from the catalog; the fourth, each of the
+example's locations as it is (PySpark, YAML, components and dbt models).
 Run alone: ``python -m bench.definitions_load --sizes 100 1000`` (or ``python -m bench --only
 definitions_load``)."""
 
@@ -26,7 +27,7 @@ import tempfile
 from datetime import date, timedelta
 from pathlib import Path
 
-from bench.common import Result, print_results, python_seconds
+from bench.common import ROOT, Result, print_results, python_seconds
 
 PRODUCTS_PER_DOMAIN = 20
 CHAIN = 20
@@ -237,11 +238,13 @@ def _plain(assets: int, per_domain: int) -> str:
     return PLAIN_CODE.format(start=START, domains=domains, per=per_domain, assets=assets, chain=CHAIN)
 
 
-def _cold_warm_plain(tmp: str, code: str, plain_code: str | None, repeat: int) -> tuple[float, float, float]:
+def _cold_warm_plain(
+    tmp: str, code: str, plain_code: str | None, repeat: int, *, dbt: bool = False
+) -> tuple[float, float, float]:
     """Best of ``repeat`` fresh processes each, alternating so a busy moment hits all three (plain: none without
     ``plain_code``). Cold loads with a new Mesh home every time; warm with the home the first cold load filled.
-    No dbt project: the example's models are not in the graph."""
-    alone, warm_home = {"MESH_DBT_PROJECT_DIR": tmp}, str(Path(tmp) / "warm")
+    Without ``dbt``, no dbt project: the example's models are not in the graph."""
+    alone, warm_home = ({} if dbt else {"MESH_DBT_PROJECT_DIR": tmp}), str(Path(tmp) / "warm")
     python_seconds(code, {**alone, "MESH_HOME": warm_home})  # fills the warm home
     runs = []
     for i in range(repeat):
@@ -282,6 +285,17 @@ def measure_among_code(domains: int = 10, repeat: int = 5) -> tuple[float, float
         return cold, warm
 
 
+def measure_example(repeat: int = 5) -> dict[str, tuple[float, float]]:
+    """Each of the example's domain locations (its dbt models included): (cold, warm)."""
+    out = {}
+    for folder in sorted(p for p in (ROOT / "domains").iterdir() if (p / "definitions.py").is_file()):
+        with tempfile.TemporaryDirectory() as tmp:
+            code = LOCATION_CODE.format(definitions=str(folder / "definitions.py"), assets=1)
+            cold, warm, _ = _cold_warm_plain(tmp, code, None, repeat, dbt=True)
+            out[folder.name] = (cold, warm)
+    return out
+
+
 def run(sizes: list[int] | None = None, repeat: int = 5) -> list[Result]:
     results = []
     times = {}
@@ -304,6 +318,9 @@ def run(sizes: list[int] | None = None, repeat: int = 5) -> list[Result]:
     cold, warm = measure_among_code(repeat=repeat)
     case = "one location of 20 products among 10 domains with PySpark products, warm vs cold"
     results.append(Result("definitions load", case, warm, "cold (new home)", cold, "<= 0.5", warm / cold <= 0.5))
+    for domain, (cold, warm) in measure_example(repeat).items():
+        case = f"the example's {domain} location, warm vs cold"
+        results.append(Result("definitions load", case, warm, "cold (new home)", cold, "<= 0.5", warm / cold <= 0.5))
     if 1000 in times and 2000 in times:
         growth = times[2000] / times[1000]
         results.append(
