@@ -13,6 +13,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -271,9 +272,8 @@ def load_domain(
             continue
         on_file(path)
         if load is _load_yaml:
-            products, errors = _through(
-                cache, folder, path, lambda path=path: _load_yaml(path, folder.name, defaults, False, dagster_rules)
-            )
+            load_yaml = partial(_load_yaml, path, folder.name, defaults, dagster_rules=dagster_rules)
+            products, errors = _through(cache, folder, path, load_yaml)
         else:
             products, errors = load(path, folder.name, defaults, dagster_rules)
         specs.products.extend(products)
