@@ -71,14 +71,13 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 
 def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
     from mesh_assets.lineage.graph import column_lineage_mermaid
+    from mesh_assets.lineage.source import column_lineage
 
-    node = graph.nodes[start]
-    datasets = [node] if node.type == "DATASET" else [graph.nodes[o] for o in sorted(node.outs)]
-    found = [d for d in datasets if d.data.get("columnLineage")]
-    if not found:
+    found = column_lineage(get_settings(), graph, start)
+    if found is None:
         console.print(f"[red]error[/red] no column lineage recorded for {start}", highlight=False)
         return 2
-    console.out(column_lineage_mermaid(found[0].name, found[0].data["columnLineage"]), end="", highlight=False)
+    console.out(column_lineage_mermaid(*found), end="", highlight=False)
     return 0
 
 

@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 from mesh_assets.lineage.emit import server_url
 from mesh_assets.lineage.events import dataset_name
@@ -39,19 +40,59 @@ def node_id(text: str) -> str:
     return dataset_id(*dataset_name(text))
 
 
-def server_graph(url: str, node: str, depth: int, timeout: float = 10.0) -> LineageGraph:
-    """The lineage around ``node`` as the server at ``url`` answers it."""
-    query = urllib.parse.urlencode({"nodeId": node, "depth": depth})
-    endpoint = f"{url.rstrip('/')}/api/v1/lineage?{query}"
+def server_json(url: str, path: str, query: dict[str, object], node: str, timeout: float = 10.0) -> Any:
+    """The JSON the lineage server at ``url`` answers for ``GET <path>?<query>`` about ``node``."""
+    endpoint = f"{url.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
     try:
         with urllib.request.urlopen(endpoint, timeout=timeout) as response:
-            return graph_from_marquez(json.load(response))
+            return json.load(response)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             raise LineageUnavailable(f"the lineage server at {url} knows no node {node!r}") from None
         raise LineageUnavailable(f"the lineage server at {url} answered {exc.code} for {node!r}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise LineageUnavailable(f"the lineage server at {url} could not be read: {exc}") from None
+
+
+def server_graph(url: str, node: str, depth: int, timeout: float = 10.0) -> LineageGraph:
+    """The lineage around ``node`` as the server at ``url`` answers it."""
+    query = {"nodeId": node, "depth": depth}
+    return graph_from_marquez(server_json(url, "/api/v1/lineage", query, node, timeout))
+
+
+def server_column_lineage(url: str, namespace: str, name: str, timeout: float = 10.0) -> dict[str, Any]:
+    """A dataset's column lineage as a ``columnLineage`` facet, from Marquez's ``GET /api/v1/column-lineage``
+    (its graph endpoint's dataset nodes do not carry it): the ``DATASET_FIELD`` nodes of the dataset, each
+    naming its input fields."""
+    node = dataset_id(namespace, name)
+    payload = server_json(url, "/api/v1/column-lineage", {"nodeId": node, "depth": 1}, node, timeout)
+    fields: dict[str, Any] = {}
+    for item in payload.get("graph") or []:
+        data = item.get("data") or {}
+        if item.get("type") != "DATASET_FIELD" or (data.get("namespace"), data.get("dataset")) != (namespace, name):
+            continue
+        inputs = [{"namespace": f["namespace"], "name": f["dataset"], "field": f["field"]} for f in data["inputFields"]]
+        if inputs:
+            fields[data["field"]] = {"inputFields": inputs}
+    return {"fields": fields}
+
+
+def column_lineage(settings: MeshSettings, graph: LineageGraph, start: str) -> tuple[str, dict[str, Any]] | None:
+    """The column lineage of ``start``'s dataset (a job's first output that has one) as (dataset name,
+    ``columnLineage`` facet): from the events' facets, or the lineage server's column-lineage endpoint."""
+    node = graph.nodes[start]
+    datasets = [node] if node.type == "DATASET" else [graph.nodes[o] for o in sorted(node.outs)]
+    url = server_url(settings)
+    for dataset in datasets:
+        facet = dataset.data.get("columnLineage") if url is None else None
+        if url is not None:
+            try:
+                facet = server_column_lineage(url, dataset.namespace, dataset.name)
+            except LineageUnavailable:
+                facet = None  # Marquez answers 404 for a dataset with no fields recorded
+        if facet and facet.get("fields"):
+            return dataset.name, facet
+    return None
 
 
 def lineage_around(settings: MeshSettings, text: str, depth: int) -> tuple[LineageGraph, str]:

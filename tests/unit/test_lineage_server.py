@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from lineage_runs import sql_run
 from lineage_server import lineage_server
 from planning import landed, planning_instance
 
@@ -121,3 +122,35 @@ def test_backfill_from_lineage_with_no_server_plans_nothing(monkeypatch, capsys)
     finally:
         get_settings.cache_clear()
     assert "could not be read" in " ".join(capsys.readouterr().out.split())
+
+
+def test_mesh_lineage_columns_reads_the_servers_column_lineage_endpoint(monkeypatch, capsys):
+    """Marquez's graph endpoint carries no column lineage on dataset nodes: `--columns` asks
+    `GET /api/v1/column-lineage?nodeId=dataset:<ns>:<name>`, answered from the COMPLETE events' facets."""
+    served = lineage_server()
+    try:
+        client = make_client(MeshSettings(lineage={"transport": "http", "url": served.url}))
+        d = sql_run()
+        d.columns = {
+            "order_id": [(f"{WH}/food_delivery/orders", "id")],
+            "menu_id": [(f"{WH}/food_delivery/menus", "id")],
+        }
+        assert emit(client, build_event("START", d)) and emit(client, build_event("COMPLETE", d))
+        monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+        monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+        get_settings.cache_clear()
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--format", "json"]) == 0
+        graph = json.loads(capsys.readouterr().out)["graph"]
+        assert not any("columnLineage" in n["data"] for n in graph)  # as Marquez answers it
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--columns"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert main.main(["lineage", "dataset:file:/wh/food_delivery/orders", "--columns"]) == 2
+        said = " ".join(capsys.readouterr().out.split())
+    finally:
+        get_settings.cache_clear()
+        served.shutdown()
+    assert lines[0] == "flowchart LR"
+    assert '    subgraph d0["/wh/food_delivery/menus"]' in lines and '        d0c0["id"]' in lines
+    assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
+    assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
+    assert "no column lineage recorded for dataset:file:/wh/food_delivery/orders" in said
