@@ -127,6 +127,9 @@ class LineageSettings(BaseModel):
 
     transport: Literal["file", "http", "console", "none"] | None = None
     url: str | None = None
+    timeout_seconds: float = Field(default=2.0, gt=0)
+    """How long one event may wait for the lineage server: one attempt, no retry; an event it does not take
+    is kept under ``<home>/lineage/undelivered/`` and delivered later."""
     namespace_prefix: str = ""
     undeclared_reads: UndeclaredReads = "warn"
     """A run that reads a table it does not declare (seen in Spark's plan): ``warn`` in its log, or ``error``:

@@ -27,7 +27,14 @@ def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
         description="Reads the lineage server's API (Marquez's /api/v1/lineage) when events are sent over HTTP "
         "(lineage.url, or OPENLINEAGE_URL / openlineage.yml when lineage.transport is unset), else the local files.",
     )
-    lineage.add_argument("node", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path")
+    lineage.add_argument(
+        "node", nargs="?", help="node id (dataset:<ns>:<name>, job:<ns>:<name>), <domain>.<table>, or a path"
+    )
+    lineage.add_argument(
+        "--flush",
+        action="store_true",
+        help="deliver the events the lineage server did not take (kept under <home>/lineage/undelivered/)",
+    )
     direction = lineage.add_mutually_exclusive_group()
     direction.add_argument("--upstream", action="store_true")
     direction.add_argument("--downstream", action="store_true")
@@ -44,6 +51,11 @@ def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.lineage.source import LineageUnavailable, lineage_around
 
+    if args.flush:
+        return flush(console)
+    if args.node is None:
+        console.print("[red]error[/red] name a node (e.g. food_delivery.orders_7_days), or pass --flush")
+        return 2
     try:
         graph, start = lineage_around(get_settings(), args.node, args.depth)
     except LineageUnavailable as exc:
@@ -66,6 +78,29 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
         for node in sorted(sub.nodes.values(), key=lambda n: (n.type, n.id)):
             table.add_row(node.id, node.type, "\n".join(sorted(node.ins)), "\n".join(sorted(node.outs)))
         console.print(table)
+    return 0
+
+
+def flush(console: Console) -> int:
+    """Deliver the waiting events: 0 when none is left, 1 when the server still does not take them."""
+    from mesh_assets.lineage.emit import deliver_waiting, spool_dir
+
+    settings = get_settings()
+    done = deliver_waiting(settings)
+    if done is None:
+        console.print("[red]error[/red] events are not sent to a lineage server (lineage.transport is not http)")
+        return 2
+    url, delivery = done
+    if delivery.delivered or not delivery.waiting:
+        said = f"delivered {delivery.delivered} waiting event(s) to {url}" if delivery.delivered else ""
+        console.print(said or f"no events waiting for {url}", highlight=False)
+    if delivery.waiting:
+        console.print(
+            f"[red]error[/red] {delivery.waiting} event(s) still waiting for {url} in {spool_dir(settings)}: "
+            f"{delivery.error}",
+            highlight=False,
+        )
+        return 1
     return 0
 
 
