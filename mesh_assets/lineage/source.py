@@ -40,16 +40,16 @@ def node_id(text: str) -> str:
     return dataset_id(*dataset_name(text))
 
 
-def server_json(url: str, path: str, query: dict[str, object], node: str, timeout: float = 10.0) -> Any:
-    """The JSON the lineage server at ``url`` answers for ``GET <path>?<query>`` about ``node``."""
+def server_json(url: str, path: str, query: dict[str, object], what: str, timeout: float = 10.0) -> Any:
+    """The JSON the lineage server at ``url`` answers for ``GET <path>?<query>``, asked about ``what``."""
     endpoint = f"{url.rstrip('/')}{path}?{urllib.parse.urlencode(query)}"
     try:
         with urllib.request.urlopen(endpoint, timeout=timeout) as response:
             return json.load(response)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            raise LineageUnavailable(f"the lineage server at {url} knows no node {node!r}") from None
-        raise LineageUnavailable(f"the lineage server at {url} answered {exc.code} for {node!r}") from None
+            raise LineageUnavailable(f"the lineage server at {url} knows no {what}") from None
+        raise LineageUnavailable(f"the lineage server at {url} answered {exc.code} for {what}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise LineageUnavailable(f"the lineage server at {url} could not be read: {exc}") from None
 
@@ -57,7 +57,7 @@ def server_json(url: str, path: str, query: dict[str, object], node: str, timeou
 def server_graph(url: str, node: str, depth: int, timeout: float = 10.0) -> LineageGraph:
     """The lineage around ``node`` as the server at ``url`` answers it."""
     query = {"nodeId": node, "depth": depth}
-    return graph_from_marquez(server_json(url, "/api/v1/lineage", query, node, timeout))
+    return graph_from_marquez(server_json(url, "/api/v1/lineage", query, f"node {node!r}", timeout))
 
 
 def server_column_lineage(url: str, namespace: str, name: str, timeout: float = 10.0) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def server_column_lineage(url: str, namespace: str, name: str, timeout: float = 
     (its graph endpoint's dataset nodes do not carry it): the ``DATASET_FIELD`` nodes of the dataset, each
     naming its input fields."""
     node = dataset_id(namespace, name)
-    payload = server_json(url, "/api/v1/column-lineage", {"nodeId": node, "depth": 1}, node, timeout)
+    payload = server_json(url, "/api/v1/column-lineage", {"nodeId": node, "depth": 1}, f"node {node!r}", timeout)
     fields: dict[str, Any] = {}
     for item in payload.get("graph") or []:
         data = item.get("data") or {}
@@ -75,6 +75,27 @@ def server_column_lineage(url: str, namespace: str, name: str, timeout: float = 
         if inputs:
             fields[data["field"]] = {"inputFields": inputs}
     return {"fields": fields}
+
+
+def server_events(url: str, newest: int, page: int = 100) -> list[dict[str, Any]]:
+    """The server's latest ``newest`` events, oldest first (Marquez's ``GET /api/v1/events/lineage``)."""
+    events: list[dict[str, Any]] = []
+    while len(events) < newest:
+        query = {"sortDirection": "desc", "limit": min(page, newest - len(events)), "offset": len(events)}
+        batch = server_json(url, "/api/v1/events/lineage", query, "events endpoint").get("events") or []
+        events += batch
+        if len(batch) < query["limit"]:
+            break
+    return events[::-1]
+
+
+def recent_events(settings: MeshSettings, newest: int = 5000) -> tuple[list[dict[str, Any]], str]:
+    """The events Mesh's runs sent, oldest first, and where they were read: the lineage server's latest
+    ``newest`` when events go over HTTP (the files then hold nothing), else every event in the files."""
+    url = server_url(settings)
+    if url is None:
+        return read_events(settings.lineage_dir), f"the files in {settings.lineage_dir}"
+    return server_events(url, newest), f"the latest {newest} events of the lineage server at {url}"
 
 
 def column_lineage(settings: MeshSettings, graph: LineageGraph, start: str) -> tuple[str, dict[str, Any]] | None:

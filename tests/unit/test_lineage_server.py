@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from rich.console import Console
 from lineage_runs import sql_run
 from lineage_server import lineage_server
 from planning import landed, planning_instance
@@ -154,3 +155,27 @@ def test_mesh_lineage_columns_reads_the_servers_column_lineage_endpoint(monkeypa
     assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
     assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
     assert "no column lineage recorded for dataset:file:/wh/food_delivery/orders" in said
+
+
+def test_validate_lineage_reads_the_runs_on_the_lineage_server(monkeypatch, capsys):
+    """With events going over HTTP the files hold nothing: `mesh validate --lineage` reads the server's events
+    (Marquez's `GET /api/v1/events/lineage`), and says so in red when it cannot."""
+    served = lineage_server()
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(ROOT / "tests" / "fixtures" / "lineage" / "domains"))
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+    monkeypatch.setattr(main, "console", Console(width=250, no_color=True))
+    get_settings.cache_clear()
+    try:
+        client = make_client(get_settings())
+        assert emit(client, build_event("START", sql_run())) and emit(client, build_event("COMPLETE", sql_run()))
+        assert main.main(["validate", "--lineage"]) == 0
+        said = " ".join(capsys.readouterr().out.replace("│", " ").split())
+        served.shutdown()
+        assert main.main(["validate", "--lineage"]) == 2
+        down = " ".join(capsys.readouterr().out.split())
+    finally:
+        get_settings.cache_clear()
+    assert f"Undeclared reads in recent runs (the latest 5000 events of the lineage server at {served.url})" in said
+    assert "food_delivery.orders_7_days" in said and "central.prices" in said
+    assert f"error lineage: undeclared reads not checked: the lineage server at {served.url} could not be read" in down
