@@ -123,7 +123,7 @@ def lineage_readers(settings: MeshSettings, root: str, depth: int = 50) -> Calla
     graph, _ = lineage_around(settings, root, depth)
 
     def readers(key: dg.AssetKey) -> list[dg.AssetKey]:
-        job = graph.nodes.get(f"job:{key.path[0]}:{'.'.join(key.path)}")
+        job = graph.nodes.get(f"job:{settings.lineage.namespace_prefix}{key.path[0]}:{'.'.join(key.path)}")
         if job is None:
             return []
         found = {r for out in job.outs for r in graph.nodes[out].outs if graph.nodes[r].type == "JOB"}

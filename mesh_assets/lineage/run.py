@@ -138,6 +138,7 @@ def spark_version() -> str | None:
 def run_events(log: Any, settings: MeshSettings, description: RunDescription) -> Iterator[RunDescription]:
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises; the block
     fills ``description`` in with what the run did."""
+    description.namespace_prefix = settings.lineage.namespace_prefix
     try:
         client = make_client(settings)
     except ValueError as exc:

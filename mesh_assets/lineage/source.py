@@ -30,13 +30,14 @@ class LineageUnavailable(RuntimeError):
     """The lineage server could not be asked, or does not know the node."""
 
 
-def node_id(text: str) -> str:
-    """A Marquez node id from an id, ``<domain>.<table>`` / ``<domain>/<table>`` (the job), or a path."""
+def node_id(text: str, prefix: str = "") -> str:
+    """A Marquez node id from an id, ``<domain>.<table>`` / ``<domain>/<table>`` (the job, in namespace
+    ``<prefix><domain>``), or a path."""
     if text.startswith(("job:", "dataset:")):
         return text
     parts = text.replace("/", ".").split(".")
     if len(parts) == 2 and all(p and p.isidentifier() for p in parts):
-        return job_id(parts[0], ".".join(parts))
+        return job_id(prefix + parts[0], ".".join(parts))
     return dataset_id(*dataset_name(text))
 
 
@@ -125,7 +126,7 @@ def lineage_around(settings: MeshSettings, text: str, depth: int) -> tuple[Linea
             return graph, graph.resolve(text)
         except KeyError as exc:
             raise LineageUnavailable(exc.args[0]) from None
-    start = node_id(text)
+    start = node_id(text, settings.lineage.namespace_prefix)
     graph = server_graph(url, start, depth)
     if start not in graph.nodes:
         raise LineageUnavailable(f"the lineage server at {url} knows no node {start!r}")

@@ -4,15 +4,16 @@ its lineage endpoint, and `mesh backfill --downstream --from-lineage` plans from
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from rich.console import Console
-from lineage_runs import sql_run
+from lineage_runs import sql_run, validate
 from lineage_server import lineage_server
 from planning import landed, planning_instance
+from rich.console import Console
 
 from mesh_assets import mesh_definitions
 from mesh_assets.backfill import plan_backfill
@@ -22,6 +23,7 @@ from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
+from mesh_assets.lineage.run import run_events
 from mesh_assets.settings import MeshSettings, get_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -179,3 +181,38 @@ def test_validate_lineage_reads_the_runs_on_the_lineage_server(monkeypatch, caps
     assert f"Undeclared reads in recent runs (the latest 5000 events of the lineage server at {served.url})" in said
     assert "food_delivery.orders_7_days" in said and "central.prices" in said
     assert f"error lineage: undeclared reads not checked: the lineage server at {served.url} could not be read" in down
+
+
+def test_namespace_prefix_keeps_two_deployments_apart_on_one_server(monkeypatch, capsys):
+    """`MESH_LINEAGE__NAMESPACE_PREFIX` goes before the namespaces Mesh names (jobs, the Dagster parent, the
+    `<domain>.<table>` symlinks); datasets keep their location's namespace, as other producers name them."""
+    served = lineage_server()
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+    monkeypatch.setenv("MESH_LINEAGE__NAMESPACE_PREFIX", "prod.")
+    get_settings.cache_clear()
+    try:
+        with run_events(logging.getLogger(__name__), get_settings(), sql_run()):
+            pass
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--upstream", "--format", "json"]) == 0
+        nodes = {n["id"] for n in json.loads(capsys.readouterr().out)["graph"]}
+    finally:
+        get_settings.cache_clear()
+        served.shutdown()
+    start, complete = served.events
+    for event in (start, complete):
+        validate(event)
+        assert event["job"]["namespace"] == "prod.food_delivery"
+        assert event["run"]["facets"]["parent"]["job"]["namespace"] == "prod.dagster"
+        assert event["outputs"][0]["namespace"] == "file"
+        assert event["outputs"][0]["facets"]["symlinks"]["identifiers"][0]["namespace"] == "prod.mesh"
+    orders = next(i for i in complete["inputs"] if i["name"] == f"{WH}/food_delivery/orders")
+    assert orders["facets"]["symlinks"]["identifiers"][0] == {
+        "namespace": "prod.mesh",
+        "name": "food_delivery.orders",
+        "type": "TABLE",
+    }
+    assert "job:prod.food_delivery:food_delivery.orders_7_days" in nodes
+    assert f"dataset:file:{WH}/food_delivery/orders" in nodes
+    with pytest.raises(ValueError, match=r"namespace_prefix 'prod' must end with one of \. _ - / :"):
+        MeshSettings(lineage={"namespace_prefix": "prod"})
