@@ -21,7 +21,6 @@ import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     RunFacet,
-    data_quality_assertions_dataset,
     error_message_run,
     job_type_job,
     output_statistics_output_dataset,
@@ -29,6 +28,7 @@ from openlineage.client.facet_v2 import (
     processing_engine_run,
     schema_dataset,
     sql_job,
+    test_run,
 )
 
 from mesh_assets.lineage import facets as std
@@ -96,7 +96,8 @@ class RunDescription:
     undeclared_names: list[str] = field(default_factory=list)
     schema: list[tuple[str, str]] | None = None
     rows: int | None = None
-    assertions: list[data_quality_assertions_dataset.Assertion] = field(default_factory=list)
+    tests: list[test_run.TestExecution] = field(default_factory=list)
+    """The run's checks, one per check and partition: the ``test`` run facet."""
     engine_version: str | None = None
     window: tuple[datetime, datetime] | None = None
     """The partition window (start included, end excluded): the ``nominalTime`` facet."""
@@ -159,6 +160,8 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
             datasets=[dict(zip(("namespace", "name"), dataset_name(p), strict=True)) for p in d.undeclared],
             tables=d.undeclared_names,
         )
+    if d.tests:
+        facets["test"] = test_run.TestRunFacet(tests=d.tests)
     if error is not None:
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=str(getattr(error, "description", None) or error) or type(error).__name__,
@@ -195,10 +198,6 @@ def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
         )
     if d.columns:
         facets["columnLineage"] = std.column_lineage(d.columns, dataset_name)
-    if d.assertions:
-        facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
-            assertions=d.assertions
-        )
     if d.rows is not None:
         facets["dataQualityMetrics"] = std.quality_metrics(d.rows, d.null_counts)
     if d.version is not None and state == "COMPLETE":
