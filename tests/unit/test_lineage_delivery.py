@@ -133,3 +133,27 @@ def test_flush_without_a_lineage_server_says_so(tmp_path, monkeypatch, capsys):
     finally:
         get_settings.cache_clear()
     assert "events are not sent to a lineage server" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_delivery_under_way_elsewhere_is_left_to_finish_and_nothing_is_sent_twice(tmp_path):
+    """Two processes emitting at once: while one delivers the waiting events (it holds the folder's lock),
+    the other keeps its own event behind them instead of sending the same files again or jumping the queue."""
+    served = lineage_server()
+    try:
+        settings = settings_for(served.url, tmp_path)
+        served.down = True
+        one_run(settings, "orders")
+        served.down = False
+        delivering = make_client(settings).transport
+        with delivering._lock(wait=True):
+            log, _ = one_run(settings, "menus")
+        assert served.events == [] and "earlier events still waiting" in log.warnings[0]
+        assert delivering.deliver().waiting == 0
+    finally:
+        served.shutdown()
+    assert [(e["job"]["name"], e["eventType"]) for e in served.events] == [
+        ("food_delivery.orders", "START"),
+        ("food_delivery.orders", "COMPLETE"),
+        ("food_delivery.menus", "START"),
+        ("food_delivery.menus", "COMPLETE"),
+    ]
