@@ -57,6 +57,19 @@ def test_one_attempt_with_a_short_timeout_instead_of_the_clients_retries(tmp_pat
     assert (retry.connect, retry.read, retry.status, retry.other) == (0, 0, 0, 0)  # the client's: 5 with backoff
 
 
+def test_the_clients_own_http_configuration_is_tried_once_too(tmp_path, monkeypatch):
+    """`OPENLINEAGE_URL` without a Mesh transport: the same single attempt and the same waiting folder."""
+    for name in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED", "MESH_LINEAGE__TRANSPORT", "MESH_LINEAGE__URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")
+    settings = MeshSettings(home=tmp_path / "mesh")
+    log, seconds = one_run(settings)
+    assert seconds < 1.0
+    assert len(list(spool_dir(settings).glob("*.json"))) == 2 and "http://127.0.0.1:9" in log.warnings[0]
+
+
 def test_a_run_with_the_server_down_is_not_slowed_and_its_events_wait_on_disk(tmp_path, silent_server):
     settings = settings_for("http://127.0.0.1:9", tmp_path)  # nothing listens: refused at once
     log, seconds = one_run(settings)
