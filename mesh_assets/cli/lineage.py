@@ -106,9 +106,13 @@ def flush(console: Console) -> int:
 
 def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
     from mesh_assets.lineage.graph import column_lineage_mermaid
-    from mesh_assets.lineage.source import column_lineage
+    from mesh_assets.lineage.source import LineageUnavailable, column_lineage
 
-    found = column_lineage(get_settings(), graph, start)
+    try:
+        found = column_lineage(get_settings(), graph, start)
+    except LineageUnavailable as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
     if found is None:
         console.print(f"[red]error[/red] no column lineage recorded for {start}", highlight=False)
         return 2

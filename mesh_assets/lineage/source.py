@@ -30,6 +30,10 @@ class LineageUnavailable(RuntimeError):
     """The lineage server could not be asked, or does not know the node."""
 
 
+class UnknownToServer(LineageUnavailable):
+    """The lineage server answered 404: it knows nothing of what was asked."""
+
+
 def node_id(text: str, prefix: str = "") -> str:
     """A Marquez node id from an id, ``<domain>.<table>`` / ``<domain>/<table>`` (the job, in namespace
     ``<prefix><domain>``), or a path."""
@@ -49,7 +53,7 @@ def server_json(url: str, path: str, query: dict[str, object], what: str, timeou
             return json.load(response)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            raise LineageUnavailable(f"the lineage server at {url} knows no {what}") from None
+            raise UnknownToServer(f"the lineage server at {url} knows no {what}") from None
         raise LineageUnavailable(f"the lineage server at {url} answered {exc.code} for {what}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise LineageUnavailable(f"the lineage server at {url} could not be read: {exc}") from None
@@ -110,7 +114,7 @@ def column_lineage(settings: MeshSettings, graph: LineageGraph, start: str) -> t
         if url is not None:
             try:
                 facet = server_column_lineage(url, dataset.namespace, dataset.name)
-            except LineageUnavailable:
+            except UnknownToServer:
                 facet = None  # Marquez answers 404 for a dataset with no fields recorded
         if facet and facet.get("fields"):
             return dataset.name, facet
