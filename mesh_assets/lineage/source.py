@@ -1,5 +1,7 @@
-"""Where ``mesh lineage`` and ``mesh backfill --from-lineage`` read the lineage graph: the local event files,
-or the lineage server the events are sent to (Marquez's ``GET /api/v1/lineage?nodeId=...&depth=...``).
+"""Where ``mesh lineage``, ``mesh backfill --from-lineage`` and ``mesh validate --lineage`` read lineage: the
+local event files, or the lineage server the events are sent to, through Marquez's API: the graph
+(``GET /api/v1/lineage?nodeId=&depth=``), a dataset's column lineage (``GET /api/v1/column-lineage``, which
+the graph's dataset nodes do not carry) and the events received (``GET /api/v1/events/lineage``).
 
 The choice follows where events go: with an HTTP transport (``lineage.url``, or the client's
 ``OPENLINEAGE_URL`` / ``openlineage.yml``) the server is asked, since the files then hold nothing.
@@ -76,7 +78,8 @@ def server_column_lineage(url: str, namespace: str, name: str, timeout: float = 
         data = item.get("data") or {}
         if item.get("type") != "DATASET_FIELD" or (data.get("namespace"), data.get("dataset")) != (namespace, name):
             continue
-        inputs = [{"namespace": f["namespace"], "name": f["dataset"], "field": f["field"]} for f in data["inputFields"]]
+        sources = data.get("inputFields") or []
+        inputs = [{"namespace": f["namespace"], "name": f["dataset"], "field": f["field"]} for f in sources]
         if inputs:
             fields[data["field"]] = {"inputFields": inputs}
     return {"fields": fields}
@@ -110,8 +113,9 @@ def column_lineage(settings: MeshSettings, graph: LineageGraph, start: str) -> t
     datasets = [node] if node.type == "DATASET" else [graph.nodes[o] for o in sorted(node.outs)]
     url = server_url(settings)
     for dataset in datasets:
-        facet = dataset.data.get("columnLineage") if url is None else None
-        if url is not None:
+        if url is None:
+            facet = dataset.data.get("columnLineage")
+        else:
             try:
                 facet = server_column_lineage(url, dataset.namespace, dataset.name)
             except UnknownToServer:
