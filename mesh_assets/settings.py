@@ -127,11 +127,27 @@ class LineageSettings(BaseModel):
 
     transport: Literal["file", "http", "console", "none"] | None = None
     url: str | None = None
+    timeout_seconds: float = Field(default=2.0, gt=0)
+    """How long one event may wait for the lineage server: one attempt, no retry; an event it does not take
+    is kept under ``<home>/lineage/undelivered/`` and delivered later."""
     namespace_prefix: str = ""
+    """Put before the namespaces Mesh names in its events (each job's, ``<domain>``; the Dagster parent job's,
+    ``dagster``; the ``<domain>.<table>`` symlinks', ``mesh``), so that two deployments sharing one lineage
+    server stay apart: ``prod.`` gives ``prod.food_delivery``. Datasets keep the namespace of their location
+    (``file``, ``s3a://bucket``), as the OpenLineage naming spec and every other producer name them."""
     undeclared_reads: UndeclaredReads = "warn"
     """A run that reads a table it does not declare (seen in Spark's plan): ``warn`` in its log, or ``error``:
     the run fails and publishes nothing. Per domain: ``domains: {<domain>: {undeclared_reads: error}}``."""
     domains: dict[str, DomainLineageSettings] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _prefix_ends_with_a_separator(self) -> Self:
+        if self.namespace_prefix and self.namespace_prefix[-1] not in "._-/:":
+            raise ValueError(
+                f"lineage.namespace_prefix {self.namespace_prefix!r} must end with one of . _ - / : "
+                f"(e.g. {self.namespace_prefix + '.'!r}, giving {self.namespace_prefix + '.food_delivery'!r})"
+            )
+        return self
 
     def undeclared_reads_for(self, domain: str) -> UndeclaredReads:
         own = self.domains.get(domain)
