@@ -20,9 +20,12 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = 7
-"""Enough for the README's backfill ranges (2021-06-04 .. 06-07) to have something to plan."""
+"""Enough for the README's backfill of 2021-06-01 (with the 7-day windows that read it, to 06-07) to plan as it
+does after ``make demo``'s 14 days."""
 MARKER = "<!-- readme-test: runs after make demo -->"
 BLOCK = re.compile(re.escape(MARKER) + r"\n```bash\n(.*?)```", re.S)
+EXAMPLE = re.compile(r"^<!-- readme-output: ([^\n]+) -->\n```text\n(.*?)```", re.S | re.M)
+"""An example output and the command that prints it, typed after ``make demo`` in an 80-column terminal."""
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,21 @@ def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
     assert typed.returncode == 0, typed.stdout
     assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
     assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
+
+
+def test_the_readme_examples_are_what_the_commands_print(demo: DemoRun):
+    """Each marked example output, against the command run over the demo's world: whoever changes what a
+    command prints changes its example in the README too. Only the demo's home and trailing blanks differ."""
+    examples = EXAMPLE.findall((ROOT / "README.md").read_text())
+    assert len(examples) >= 2
+    for command, shown in examples:
+        ran = subprocess.run(
+            ["bash", "-c", f". .venv/bin/activate && {command}"],
+            cwd=ROOT,
+            env={**demo.env, "COLUMNS": "80"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        printed = "".join(f"{line.rstrip()}\n" for line in ran.stdout.replace(str(demo.home), ".mesh").splitlines())
+        assert printed == shown, f"README's example of `{command}` differs from its output:\n{printed}{ran.stderr}"
