@@ -184,8 +184,8 @@ class ExternalTable(Strict):
     partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     regions: tuple[Identifier, ...] | None = None
-    """Landed per region as well as per day (each region at its own midnight): a day is complete only when
-    every region's partition is published."""
+    """Landed per region as well as per (UTC) day: a day is complete only when every region's partition is
+    published."""
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
