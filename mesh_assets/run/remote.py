@@ -93,8 +93,8 @@ def rebuilt_node(request: dict[str, Any]) -> Node:
 
 
 def failure_json(exc: Exception, node: Node | None = None) -> dict[str, Any]:
-    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text (its
-    class alone for a table classified above ``l0``: the text may quote a row)."""
+    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text (without
+    row values for a table classified above ``l0``: the text may quote a row)."""
     if node is not None and (description := private_description(exc, node.table)) is not None:
         return {"error": type(exc).__name__, "description": description, "metadata": {}}
     if described(exc):
