@@ -22,10 +22,9 @@ from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
-from mesh_assets.run.readiness import Landed, unready_partitions
+from mesh_assets.run.readiness import landed_keys, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.settings import EngineMode, MeshSettings
-from mesh_assets.storage.delta import snapshot_keys
 from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import SchemaRule, rebuild_requested
 
@@ -43,21 +42,6 @@ def partition_range(context: dg.AssetExecutionContext, table: Table) -> Partitio
 def reads_own_past(node: Node) -> bool:
     """The product reads its own earlier partitions (a ``previous`` window on its own table)."""
     return any(read.table.key == node.table.key and read.input.window.skips_current for read in node.reads)
-
-
-def landed_keys(mesh: MeshResource) -> Landed:
-    """Which partitions an external table holds, from its Delta log: what a refusal for want of an observer's
-    report tells the user. Unknown (None) when the log cannot be read: the refusal stands either way."""
-
-    def landed(table: Table) -> set[str] | None:
-        location = mesh.registry.location(table.domain, table.name)
-        region = table.region_column if table.regions else None
-        try:
-            return snapshot_keys(location, mesh.settings.s3, table.grain, table.partition_column, region)
-        except Exception:  # only a hint's source: the observer reports an unreadable log
-            return None
-
-    return landed
 
 
 def engine_mode(node: Node, settings: MeshSettings) -> EngineMode:

@@ -15,7 +15,7 @@ once, how to have it observed (:func:`observe_hint`): a partition that landed a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -26,11 +26,31 @@ from mesh_assets.model.names import observer_name
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import Input
 
+if TYPE_CHECKING:
+    from mesh_assets.storage.resource import MeshResource
+
 Status = AssetCheckExecutionRecordStatus
 CHECK_STATES = {Status.FAILED: "failed", Status.PLANNED: "pending"}
 NOT_OBSERVED = "not observed yet by"
 Landed = Callable[[Table], set[str] | None]
 """The partition keys an external table's files hold now (None: unknown), whether observed or not."""
+
+
+def landed_keys(mesh: MeshResource) -> Landed:
+    """Which partitions an external table holds, from its Delta log: what a refusal for want of an observer's
+    report tells the user. Unknown (None) when the log cannot be read: the refusal stands either way."""
+
+    def landed(table: Table) -> set[str] | None:
+        from mesh_assets.storage.delta import snapshot_keys  # on a refusal only: loading definitions skips it
+
+        location = mesh.registry.location(table.domain, table.name)
+        region = table.region_column if table.regions else None
+        try:
+            return snapshot_keys(location, mesh.settings.s3, table.grain, table.partition_column, region)
+        except Exception:  # only a hint's source: the observer reports an unreadable log
+            return None
+
+    return landed
 
 
 def observe_hint(problems: Iterable[str]) -> str | None:
