@@ -41,6 +41,7 @@ CHECKS = (
     AcceptedValues(column="email", values=(1, 2), severity="warn"),  # Spark cannot cast 'ann@…' to a number
     SqlAssertion(name="typo", sql="SELECT * FROM staged WHERE emial IS NULL"),
     SqlAssertion(name="misspelt", sql="SELECT * FROM staged WHERE lenght(email) > 3"),
+    SqlAssertion(name="quoting", sql="SELECT * FROM staged WHERE assert_true(email IS NULL, email) IS NULL"),
 )
 CAST = '[CAST_INVALID_INPUT] The value <withheld> of the type "STRING" cannot be cast to "BIGINT"'
 
@@ -82,6 +83,7 @@ def test_a_classified_table_shows_counts_and_columns_never_values(judged) -> Non
     assert error.startswith(CAST) and error.endswith(
         "(values withheld: shop.customers is classified l2; the full error is in the run's compute log (stderr))"
     )
+    assert by_name["quoting"].error.startswith("[USER_RAISED_EXCEPTION] <withheld> SQLSTATE: P0001 (values withheld")
     assert not any(secret in recorded(judged["l2"]) for secret in SECRETS)
 
 
@@ -100,6 +102,7 @@ def test_an_open_table_shows_the_failing_rows(judged) -> None:
     by_name = {o.name: o for o in judged["l0"]}
     assert by_name["no_vip"].sample == [{"id": 3, "email": SECRETS[1], "p_date": DAY}]
     assert SECRETS[0] in by_name["accepted_values_email"].error
+    assert by_name["quoting"].error in {f"[USER_RAISED_EXCEPTION] {secret} SQLSTATE: P0001" for secret in SECRETS}
 
 
 def test_a_classified_products_failed_runs_and_alerts_carry_no_row_values(spark, tmp_path, webhook) -> None:
