@@ -10,6 +10,8 @@ carry counts, checks, names and the error's class, never the value, which the ru
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import uuid
 from datetime import date
@@ -60,13 +62,18 @@ def table(classification: str) -> Table:
 
 
 @pytest.fixture(scope="module")
-def judged(spark) -> dict[str, list]:
+def judged(spark) -> dict[str, list | str]:
     rows = [(1, SECRETS[0]), (2, None), (3, SECRETS[1])]
     staged = spark.createDataFrame(
         [(*r, date.fromisoformat(DAY)) for r in rows], "id bigint, email string, p_date date"
     )
     part = PartitionRange.from_keys(Grain.DAILY, DAY, DAY)
-    return {level: evaluate(spark, table(level), staged, part) for level in ("l0", "l2")}
+    judged = {}
+    for level in ("l0", "l2"):
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:  # the step's stderr: the run's compute log
+            judged[level] = evaluate(spark, table(level), staged, part)
+        judged[f"{level} stderr"] = stderr.getvalue()
+    return judged
 
 
 def recorded(outcomes: list) -> str:
@@ -85,6 +92,9 @@ def test_a_classified_table_shows_counts_and_columns_never_values(judged) -> Non
     )
     assert by_name["quoting"].error.startswith("[USER_RAISED_EXCEPTION] <withheld> SQLSTATE: P0001 (values withheld")
     assert not any(secret in recorded(judged["l2"]) for secret in SECRETS)
+    compute_log = judged["l2 stderr"]
+    assert "check accepted_values_email of shop.customers errored" in compute_log
+    assert f"The value '{SECRETS[0]}' of the type" in compute_log
 
 
 def test_a_classified_tables_check_errors_name_the_column_or_function_they_get_wrong(judged) -> None:
