@@ -24,8 +24,6 @@ DAYS = 7
 does after ``make demo``'s 14 days."""
 MARKER = "<!-- readme-test: runs after make demo -->"
 BLOCK = re.compile(re.escape(MARKER) + r"\n```bash\n(.*?)```", re.S)
-EXAMPLE = re.compile(r"^<!-- readme-output: ([^\n]+) -->\n```text\n(.*?)```", re.S | re.M)
-"""An example output and the command that prints it, typed after ``make demo`` in an 80-column terminal."""
 
 
 @dataclass(frozen=True)
@@ -121,22 +119,8 @@ def test_other_tools_logs_go_to_the_named_log_file(demo: DemoRun):
         assert own not in demo.output
 
 
-def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
-    blocks = BLOCK.findall((ROOT / "README.md").read_text())
-    assert len(blocks) >= 3
-    script = "set -ex\n" + "\n".join(blocks)
-    typed = subprocess.run(
-        ["bash", "-c", script],
-        cwd=ROOT,
-        env=demo.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=600,
-    )
-    assert typed.returncode == 0, typed.stdout
-    assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
-    assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
+EXAMPLE = re.compile(r"^<!-- readme-output: ([^\n]+) -->\n```text\n(.*?)```", re.S | re.M)
+"""An example output and the command that prints it, typed after ``make demo`` in an 80-column terminal."""
 
 
 def test_the_readme_examples_are_what_the_commands_print(demo: DemoRun):
@@ -155,3 +139,21 @@ def test_the_readme_examples_are_what_the_commands_print(demo: DemoRun):
         )
         printed = "".join(f"{line.rstrip()}\n" for line in ran.stdout.replace(str(demo.home), ".mesh").splitlines())
         assert printed == shown, f"README's example of `{command}` differs from its output:\n{printed}{ran.stderr}"
+
+
+def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
+    blocks = BLOCK.findall((ROOT / "README.md").read_text())
+    assert len(blocks) >= 3
+    script = "set -ex\n" + "\n".join(blocks)
+    typed = subprocess.run(
+        ["bash", "-c", script],
+        cwd=ROOT,
+        env=demo.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    assert typed.returncode == 0, typed.stdout
+    assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
+    assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
