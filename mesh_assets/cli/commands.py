@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import dagster as dg
 import yaml
 from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
+from mesh_assets.dbt.catalog import tool_tables
 from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -123,6 +127,8 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
         config.write_text(wanted)
+    import dagster as dg
+
     # Dagster's public way to an instance reads DAGSTER_HOME; it is set only for that call, not for the process.
     with scoped_environ({"DAGSTER_HOME": str(home)}):
         return dg.DagsterInstance.get()
@@ -149,8 +155,6 @@ def _domain_of(file: Path, domains_dir: Path) -> str:
 
 
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.definitions import tool_tables
-
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))

@@ -8,14 +8,12 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import dagster as dg
-from rich.console import Console
-from rich.table import Table
-
-from mesh_assets.settings import MeshSettings, get_settings
-
 if TYPE_CHECKING:
+    import dagster as dg
+    from rich.console import Console
+
     from mesh_assets.lineage.graph import LineageGraph
+    from mesh_assets.settings import MeshSettings
 
 FORMATS = ("table", "json", "mermaid", "dot")
 
@@ -42,7 +40,10 @@ def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
+    from rich.table import Table
+
     from mesh_assets.lineage.source import LineageUnavailable, lineage_around
+    from mesh_assets.settings import get_settings
 
     try:
         graph, start = lineage_around(get_settings(), args.node, args.depth)
@@ -84,6 +85,8 @@ def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
 
 def lineage_readers(settings: MeshSettings, root: str, depth: int = 50) -> Callable[[dg.AssetKey], list[dg.AssetKey]]:
     """The assets whose runs read an asset's output, as the lineage graph around ``root`` records them."""
+    import dagster as dg
+
     from mesh_assets.lineage.source import lineage_around
 
     graph, _ = lineage_around(settings, root, depth)

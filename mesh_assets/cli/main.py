@@ -1,4 +1,8 @@
-"""``mesh``: the command line. Thin: parse arguments, call the library, print with rich."""
+"""``mesh``: the command line. Thin: parse arguments, call the library, print with rich.
+
+Building the parser imports no library heavier than rich: ``mesh --help`` answers at once, and each command
+imports Dagster, Spark or dbt inside its handler, only when it needs them (tests/unit/test_cli_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from mesh_assets.cli import change, commands, trust
+from mesh_assets.cli import change, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
@@ -120,6 +124,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from mesh_assets.cli import commands
+
     handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
     return int(handler(args, console) or 0)
 
