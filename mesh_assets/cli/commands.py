@@ -17,7 +17,6 @@ from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
-from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
 
 if TYPE_CHECKING:
@@ -177,34 +176,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
-    graph = MeshGraph({}, catalog_tables(mesh_catalog()))
-    table = Table(title="Data products")
-    columns = ("domain", "product", "table", "version", "status", "tier", "owner", "published", "partitioning", "kind")
-    for column in columns:
-        table.add_column(column)
-    for info in sorted(graph.tables.values(), key=lambda i: (i.domain, i.product, i.name)):
-        table.add_row(
-            info.domain,
-            info.product,
-            info.name,
-            f"v{info.version}",
-            info.lifecycle(),
-            str(info.tier),
-            info.owner,
-            "yes" if info.published else "no",
-            info.grain.name,
-            info.kind.value,
-        )
-    edges = [
-        f"{domain}.{name} -> {table.ref}"
-        for table in graph.tables.values()
-        for domain, name in table.inputs
-        if domain != table.domain and (domain, name) in graph.tables
-    ]
-    console.print(table)
-    console.print("Cross-domain edges:" if edges else "No cross-domain edges.")
-    for edge in sorted(edges):
-        console.print(f"  {edge}", highlight=False)
+    from mesh_assets.cli.listing import print_listing
+
+    print_listing(catalog_graph(mesh_catalog(), tool_tables(get_settings().domains_dir)), args, console)
     return 0
 
 

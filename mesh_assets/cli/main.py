@@ -14,6 +14,7 @@ from rich.console import Console
 
 from mesh_assets.cli import change, trust
 from mesh_assets.cli.lineage import add_lineage_parser
+from mesh_assets.cli.listing import add_arguments as add_list_arguments
 
 console = Console()
 
@@ -71,7 +72,13 @@ def parser() -> argparse.ArgumentParser:
         "--lineage", action="store_true", help="also list undeclared reads of recent runs (from the lineage files)"
     )
     validate.add_argument("--runs", type=int, default=50, help="with --lineage: how many recent runs to report")
-    sub.add_parser("list", help="domains, products, tables, owners and cross-domain edges")
+    listing = sub.add_parser(
+        "list",
+        help="domains, products, tables (dbt models too) with status, tier and owner; cross-domain and dbt edges",
+        description="Every table of the mesh by domain and product, fitting 80 columns; --wide for a row per "
+        "table with every field, --json for scripts.",
+    )
+    add_list_arguments(listing)
     backfill = sub.add_parser(
         "backfill",
         help="recompute an asset's partition range (and what reads it) as one Dagster backfill",
