@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from mesh_assets.cli import change, trust
+from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
 
@@ -29,6 +29,7 @@ EXAMPLES = {
     "lineage": "mesh lineage food_delivery.orders_7_days --upstream --mermaid",
     "stale": "mesh stale food_delivery/orders",
     "invalidate": 'mesh invalidate food_delivery/orders --start 2021-06-03 --reason "refunds landed late"',
+    "health": "mesh health food_delivery/orders",
     "plan": "mesh plan --base HEAD",
     "apply": "mesh apply --base HEAD --dry-run",
 }
@@ -124,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     add_lineage_parser(sub)
     trust.add_parsers(sub)
+    health.add_parser(sub)
     change.add_parsers(sub)
     with_examples(root, sub.choices)
     return root

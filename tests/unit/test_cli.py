@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from rich.console import Console
+from runless import report_checks
 
 from mesh_assets.cli import main as cli
 from mesh_assets.definitions import domain_definitions
@@ -297,3 +298,42 @@ def test_mesh_invalidate_refuses_a_dbt_model_and_names_the_models_it_cannot_mark
         "analytics/city_daily_kpis 2021-06-02: computed from it, not marked (not a Mesh product's output: no valid "
         "check); re-run it after the fix" in out
     )
+
+
+def test_mesh_health_lists_invalid_suspect_and_failed_partitions_per_table_with_reason_and_clearing_command(
+    instance_of, no_webserver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = instance_of(ROOT / "tests" / "fixtures" / "trust" / "domains")
+    published(instance, ["tr", "daily_sales"], ["2021-06-01", "2021-06-02", "2021-06-03"])
+    published(instance, ["tr", "two_day_sales"], ["2021-06-02", "2021-06-03"])
+    assert cli.main(["health"]) == 0  # nothing to distrust yet: a check not run is not a failure
+    assert "No partition is invalid, suspect or failing a check." in capsys.readouterr().out
+    report_checks(instance, dg.AssetKey(["tr", "daily_sales"]), "2021-06-01", not_null_amount=False)
+
+    invalidate = ["invalidate", "tr/daily_sales", "--start", "2021-06-02", "--end", "2021-06-03"]
+    assert cli.main([*invalidate, "--reason", "refunds counted twice"]) == 0
+    capsys.readouterr()
+
+    assert cli.main(["health"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:8] == [
+        "tr/daily_sales",
+        "  invalid 2021-06-02..2021-06-03 (2): refunds counted twice",
+        "    clear: mesh backfill tr/daily_sales --start 2021-06-02 --end 2021-06-03 --downstream",
+        "  check failed 2021-06-01: not_null_amount",
+        "    clear: mesh backfill tr/daily_sales --start 2021-06-01 --end 2021-06-01",
+        "tr/two_day_sales",
+        "  suspect 2021-06-02..2021-06-03 (2): computed from invalid tr/daily_sales 2021-06-02, tr/daily_sales "
+        "2021-06-03 (refunds counted twice)",
+        "    clear: mesh backfill tr/two_day_sales --start 2021-06-02 --end 2021-06-03",
+    ]
+    assert f"stale partitions not listed: no Dagster webserver answers at {no_webserver}" in " ".join(lines[8:])
+    assert lines[-1] == "5 partition(s) of 2 table(s) invalid, suspect or failing a check"
+
+    assert cli.main(["health", "tr.two_day_sales"]) == 1
+    one = capsys.readouterr().out.splitlines()
+    assert (
+        one[0] == "tr/two_day_sales" and one[-1] == "2 partition(s) of 1 table(s) invalid, suspect or failing a check"
+    )
+    assert cli.main(["health", "tr/nothing"]) == 2
+    assert "error unknown table 'tr/nothing'" in capsys.readouterr().out
