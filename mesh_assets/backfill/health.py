@@ -33,6 +33,8 @@ class Unhealthy:
     state: str
     """``invalid``, ``suspect`` or ``check failed``."""
     reason: str
+    sources: tuple[str, ...] = ()
+    """A suspect's invalid sources, ``<domain>/<table> <partition>``: what must be published again first."""
 
 
 def _state(check: str, description: str | None) -> tuple[str, str]:
@@ -67,12 +69,17 @@ def unhealthy_partitions(instance: dg.DagsterInstance, keys: list[dg.AssetCheckK
         sorted(failed, key=lambda i: (i.check_key.asset_key.path, i.check_key.name)), key=lambda i: i.check_key
     ):
         wanted = {i.partition_key for i in infos}
-        described: dict[str | None, str | None] = {}
+        described: dict[str | None, tuple[str | None, tuple[str, ...]]] = {}
         for record in instance.event_log_storage.get_asset_check_execution_history(check_key, HISTORY):
             if record.partition in wanted and record.partition not in described and record.event is not None:
                 evaluation = record.event.dagster_event.event_specific_data if record.event.dagster_event else None
-                described[record.partition] = getattr(evaluation, "description", None)
+                sources = getattr(evaluation, "metadata", {}).get("invalid_sources")
+                described[record.partition] = (
+                    getattr(evaluation, "description", None),
+                    tuple(getattr(sources, "value", None) or ()),
+                )
         for partition in sorted(wanted, key=lambda p: p or ""):
-            state, reason = _state(check_key.name, described.get(partition))
-            out.append(Unhealthy(check_key.asset_key, partition, state, reason))
+            description, sources = described.get(partition, (None, ()))
+            state, reason = _state(check_key.name, description)
+            out.append(Unhealthy(check_key.asset_key, partition, state, reason, sources))
     return sorted(out, key=lambda u: (u.key.path, u.partition or "", u.state))

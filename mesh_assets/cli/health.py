@@ -5,6 +5,8 @@ from the instance), and stale ones (from the webserver, when one answers)."""
 from __future__ import annotations
 
 import argparse
+import textwrap
+from collections.abc import Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -56,7 +58,7 @@ def cmd_health(args: argparse.Namespace, console: Console) -> int:
             unasked = None
         except WebserverError as exc:
             unasked = str(exc)
-    for line in listing(found):
+    for line in listing(found, console.width):
         console.print(line, highlight=False, soft_wrap=True)
     if unasked:
         console.print(f"[yellow]stale partitions not listed[/yellow]: {unasked}", highlight=False)
@@ -75,18 +77,22 @@ def _stale(webserver: Webserver, instance: dg.DagsterInstance, keys: list[dg.Ass
     return [Unhealthy(s.key, s.partition, "stale", "; ".join(s.reasons)) for s in stale]
 
 
-def listing(found: list[Unhealthy]) -> list[str]:
-    """Per table, its partitions grouped by state and reason, each group with the command that clears it."""
+def listing(found: list[Unhealthy], width: int = 80) -> list[str]:
+    """Per table, its partitions grouped by state and reason (wrapped at ``width``), each group with the command
+    that clears it (on one line, to copy)."""
     lines = []
     order = {"invalid": 0, "suspect": 1, "check failed": 2, "stale": 3}
     for key, in_table in groupby(found, key=lambda u: u.key):
         name = key.to_user_string()
         lines.append(name)
         rows = sorted(in_table, key=lambda u: (order.get(u.state, 9), u.reason, u.partition or ""))
-        for (state, reason), group in groupby(rows, key=lambda u: (u.state, u.reason)):
+        for (state, reason), grouped in groupby(rows, key=lambda u: (u.state, u.reason)):
+            group = list(grouped)
             partitions = [u.partition for u in group]
-            lines.append(f"  {state} {_span(partitions)}: {reason}")
-            lines.append(f"    clear: {clearing(name, state, partitions)}")
+            text = f"{state} {_span(partitions)}: {reason}"
+            lines += textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)
+            sources = sorted({source for u in group for source in u.sources})
+            lines += [f"    clear: {command}" for command in clearing(name, state, partitions, sources)]
     return lines
 
 
@@ -97,11 +103,19 @@ def _span(partitions: list[str | None]) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1]} ({len(keys)})"
 
 
-def clearing(name: str, state: str, partitions: list[str | None]) -> str:
-    """The command that publishes the partitions again, so that their checks run anew on what they now read;
-    an invalidated table's readers with it."""
-    downstream = " --downstream" if state == "invalid" else ""
+def clearing(name: str, state: str, partitions: list[str | None], sources: Sequence[str] = ()) -> list[str]:
+    """The commands that publish the partitions again, so that their checks run anew on what they read: an
+    invalidated table with its readers; a suspect's invalid sources with theirs (it would wait for them alone)."""
+    if state == "suspect" and sources:
+        by_table: dict[str, list[str | None]] = {}
+        for source in sources:
+            table, _, partition = source.partition(" ")
+            by_table.setdefault(table, []).append(partition or None)
+        return [_publish(table, keys, downstream=True) for table, keys in sorted(by_table.items())]
+    return [_publish(name, partitions, downstream=state == "invalid")]
+
+
+def _publish(name: str, partitions: list[str | None], downstream: bool) -> str:
     keys = sorted(p for p in partitions if p)
-    if not keys:
-        return f"mesh rebuild {name}{downstream}"
-    return f"mesh backfill {name} --start {keys[0]} --end {keys[-1]}{downstream}"
+    command = f"mesh backfill {name} --start {keys[0]} --end {keys[-1]}" if keys else f"mesh rebuild {name}"
+    return command + (" --downstream" if downstream else "")

@@ -67,6 +67,7 @@ def cmd_stale(args: argparse.Namespace, console: Console) -> int:
     for partition in stale:
         console.print(partition.describe(), highlight=False, soft_wrap=True)
     console.print(f"{len(stale)} stale partition(s)" if stale else "Nothing is stale.")
+    console.print("Invalid, suspect and check-failed partitions: mesh health", highlight=False)
     return 1 if stale else 0
 
 

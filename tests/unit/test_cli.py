@@ -325,7 +325,7 @@ def test_mesh_health_lists_invalid_suspect_and_failed_partitions_per_table_with_
         "tr/two_day_sales",
         "  suspect 2021-06-02..2021-06-03 (2): computed from invalid tr/daily_sales 2021-06-02, tr/daily_sales "
         "2021-06-03 (refunds counted twice)",
-        "    clear: mesh backfill tr/two_day_sales --start 2021-06-02 --end 2021-06-03",
+        "    clear: mesh backfill tr/daily_sales --start 2021-06-02 --end 2021-06-03 --downstream",  # its sources
     ]
     assert f"stale partitions not listed: no Dagster webserver answers at {no_webserver}" in " ".join(lines[8:])
     assert lines[-1] == "5 partition(s) of 2 table(s) invalid, suspect or failing a check"
