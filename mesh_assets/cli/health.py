@@ -82,7 +82,7 @@ def listing(found: list[Unhealthy], width: int = 80) -> list[str]:
     that clears it (on one line, to copy)."""
     lines = []
     order = {"invalid": 0, "suspect": 1, "check failed": 2, "stale": 3}
-    for key, in_table in groupby(found, key=lambda u: u.key):
+    for key, in_table in groupby(sorted(found, key=lambda u: u.key.path), key=lambda u: u.key):
         name = key.to_user_string()
         lines.append(name)
         rows = sorted(in_table, key=lambda u: (order.get(u.state, 9), u.reason, u.partition or ""))

@@ -13,8 +13,6 @@ import sys
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -87,6 +85,8 @@ line of its own."""
 
 def compact(tables: list[Table]) -> list[str]:
     """A heading per domain and product (with its owner), a line per table: what fits 80 columns."""
+    from rich.markup import escape
+
     lines = [f"{'table':<{NAME_WIDTH}} {'kind':<8} {'grain':<6} tier published status"]
     for (domain, product), rows in groupby(tables, key=lambda t: (t.domain, t.product)):
         group = list(rows)

@@ -1,7 +1,7 @@
 """``mesh``: the command line. Thin: parse arguments, call the library, print with rich.
 
-Building the parser imports no library heavier than rich: ``mesh --help`` answers at once, and each command
-imports Dagster, Spark or dbt inside its handler, only when it needs them (tests/unit/test_cli_startup.py).
+Building the parser imports the standard library alone: ``mesh --help`` answers at once, and each command
+imports rich, Dagster, Spark or dbt inside its handler, only when it needs them (tests/unit/test_cli_startup.py).
 """
 
 from __future__ import annotations
@@ -10,13 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rich.console import Console
-
 from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
-
-console = Console()
 
 EXAMPLES = {
     "setup": "mesh setup",
@@ -136,7 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mesh_assets.cli import commands
 
     handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
-    return int(handler(args, console) or 0)
+    return int(handler(args, sys.modules[__name__].console) or 0)
+
+
+def __getattr__(name: str) -> object:
+    """``console``, rich's, made on first use (PEP 562): ``mesh --help`` never imports rich."""
+    if name != "console":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    globals()["console"] = Console()
+    return globals()["console"]
 
 
 if __name__ == "__main__":
