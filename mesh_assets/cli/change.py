@@ -58,7 +58,7 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
         side_of,
     )
     from mesh_assets.cli.commands import mesh_catalog
-    from mesh_assets.definitions import mesh_definitions, tool_tables
+    from mesh_assets.dbt.catalog import tool_tables
     from mesh_assets.graph.isolate import validate_catalog
     from mesh_assets.settings import get_settings
 
@@ -77,7 +77,11 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
         except BaseUnavailable as exc:
             return [f"{exc}: nothing planned"]
         products, tables = compare_products(old, work), compare_tables(old, work, records)
-    graph = mesh_definitions().resolve_asset_graph() if tables else None
+    graph = None
+    if tables:  # the asset graph's partition mappings, for the partitions to recompute: no change needs none
+        from mesh_assets.definitions import mesh_definitions
+
+        graph = mesh_definitions().resolve_asset_graph()
     return plan_change(base or "instance", products, tables, graph, instance, records)
 
 

@@ -129,10 +129,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from mesh_assets.cli import commands
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        from mesh_assets.cli import commands
 
-    handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
-    return int(handler(args, sys.modules[__name__].console) or 0)
+        handler = getattr(commands, f"cmd_{args.command}")
+    return int(handler(args, globals().get("console") or __getattr__("console")) or 0)
 
 
 def __getattr__(name: str) -> object:
