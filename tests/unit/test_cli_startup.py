@@ -72,3 +72,13 @@ print("imported:", [m for m in {HEAVY!r} if m in sys.modules], "exit:", code)
         timeout=120,
     )
     assert entry.returncode == 2 and entry.stderr == ""  # the installed command: the message alone
+
+
+def test_the_webserver_probe_is_a_query_dagsters_graphql_schema_accepts():
+    """The probe must pass against a running webserver: a query the schema refused would read as no webserver."""
+    from dagster_graphql.schema import create_schema
+    from graphql import parse, validate
+
+    from mesh_assets.backfill.webserver import PING
+
+    assert validate(create_schema().graphql_schema, parse(PING)) == []
