@@ -62,7 +62,7 @@ def cmd_health(args: argparse.Namespace, console: Console) -> int:
         console.print(line, highlight=False, soft_wrap=True)
     if unasked:
         console.print(f"[yellow]stale partitions not listed[/yellow]: {unasked}", highlight=False)
-    what = "invalid, suspect or failing a check" + ("" if unasked else " or stale")
+    what = "invalid, suspect or failing a check" if unasked else "invalid, suspect, failing a check or stale"
     tables_hit = len({u.key for u in found})
     summary = f"{len(found)} partition(s) of {tables_hit} table(s) {what}" if found else f"No partition is {what}."
     console.print(summary, highlight=False)
