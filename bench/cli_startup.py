@@ -7,9 +7,9 @@ mesh, as a user types them.
   ``dagster --help``, what a Dagster command pays to start. Target 3 s.
 - ``mesh stale`` with no webserver (``dagster.url`` at a loopback port nothing listens on): it says so before
   importing Dagster. Against ``python -c pass``; target 1 s.
-- ``mesh plan`` on an unchanged repo: an instance whose records name every product table's current code
-  version and revision, as after ``make demo`` (recorded here without computing anything). Against plain
-  ``dagster --help``; target 5 s.
+- ``mesh plan`` on an unchanged repo: against the instance, whose records name every product table's current
+  code version and revision, as after ``make demo`` (recorded here without computing anything), and against
+  ``--base HEAD`` (the domains as committed). Against plain ``dagster --help``; target 5 s.
 
 Run alone: ``python -m bench.cli_startup --repeat 5`` (or ``python -m bench --only cli_startup``).
 """
@@ -104,6 +104,7 @@ def run(repeat: int = 5) -> list[Result]:
     nobody = {**env, "MESH_DAGSTER__URL": f"http://127.0.0.1:{_free_port()}"}
     stale = _seconds([MESH, "stale"], nobody, repeat, ok=(2,))
     plan = _seconds([MESH, "plan"], env, repeat)
+    plan_git = _seconds([MESH, "plan", "--base", "HEAD"], env, repeat)
     python_words = f"{Path(sys.executable).name} -c pass"
     baselines = {"python -c pass": (python, python_words), "dagster --help": (dagster, "dagster --help")}
 
@@ -120,6 +121,7 @@ def run(repeat: int = 5) -> list[Result]:
         row("list", listing, "dagster --help", 3.0, "example mesh, catalog kept"),
         row("stale", stale, "python -c pass", 1.0, "no webserver: exits 2 naming the URL"),
         row("plan", plan, "dagster --help", 5.0, f"unchanged: {tables} tables recorded as current"),
+        row("plan --base HEAD", plan_git, "dagster --help", 5.0, "the working tree's domains as committed"),
     ]
 
 

@@ -73,7 +73,8 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
         products, tables = compare_with_instance(work, records)
     else:
         try:
-            old = side_of(base, git_entries(base, settings.domains_dir, settings.discovery_timeout_seconds))
+            timeout = settings.discovery_timeout_seconds
+            old = side_of(base, git_entries(base, settings.domains_dir, timeout, working=entries))
         except BaseUnavailable as exc:
             return [f"{exc}: nothing planned"]
         products, tables = compare_products(old, work), compare_tables(old, work, records)
