@@ -164,15 +164,14 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     for warning in [*deprecation_warnings(graph, only), *partition_count_warnings(chosen)]:
         console.print(f"[yellow]warning[/yellow] {warning}", highlight=False)
     products = {(t.domain, t.product) for t in chosen}
-    if getattr(args, "lineage", False):
-        report_undeclared_reads(console, args.runs)
+    unread = getattr(args, "lineage", False) and report_undeclared_reads(console, args.runs) is None
     if errors:
         failing = sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors})
         console.print(f"[red]{len(errors)} error(s)[/red] in {len(entries)} domain(s)", highlight=False)
         console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
         return 1
     console.print(f"[green]ok[/green]: {len(products)} product(s) in {len(entries)} domain(s)")
-    return 0
+    return 2 if unread else 0
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
@@ -182,15 +181,22 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def report_undeclared_reads(console: Console, runs: int) -> int:
-    """Recent runs that read tables they do not declare (from the OpenLineage files); returns their count."""
-    from mesh_assets.lineage.graph import read_events, undeclared_reads
+def report_undeclared_reads(console: Console, runs: int) -> int | None:
+    """Recent runs that read tables they do not declare, from the lineage files or the lineage server events
+    go to; returns their count, or ``None`` when the server could not be read (said in red)."""
+    from mesh_assets.lineage.graph import undeclared_reads
+    from mesh_assets.lineage.source import LineageUnavailable, recent_events
 
-    found = undeclared_reads(read_events(get_settings().lineage_dir), limit=runs)
+    try:
+        events, source = recent_events(get_settings())
+    except LineageUnavailable as exc:
+        console.print(f"[red]error[/red] lineage: undeclared reads not checked: {exc}", highlight=False)
+        return None
+    found = undeclared_reads(events, limit=runs)
     if not found:
-        console.print("[green]lineage[/green]: no undeclared reads in recent runs")
+        console.print(f"[green]lineage[/green]: no undeclared reads in recent runs ({source})", highlight=False)
         return 0
-    table = Table(title="Undeclared reads in recent runs")
+    table = Table(title=f"Undeclared reads in recent runs ({source})")
     for column in ("job", "time", "read without declaring", "run id"):
         table.add_column(column)
     for item in found:

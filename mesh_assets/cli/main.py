@@ -66,7 +66,9 @@ def parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check every product against the governance rules")
     validate.add_argument("--domain", action="append", help="only this domain (repeatable)")
     validate.add_argument(
-        "--lineage", action="store_true", help="also list undeclared reads of recent runs (from the lineage files)"
+        "--lineage",
+        action="store_true",
+        help="also list undeclared reads of recent runs (from the lineage files, or the lineage server events go to)",
     )
     validate.add_argument("--runs", type=int, default=50, help="with --lineage: how many recent runs to report")
     listing = sub.add_parser(

@@ -203,6 +203,11 @@ def _load_python(
             if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
                 line = tb.tb_lineno
             tb = tb.tb_next
+        if isinstance(exc, ValidationError):  # Output(...), Input(...) built in the file: one error a field
+            return [], [
+                SpecError(relative(path), line, ".".join(str(p) for p in err["loc"]), err["msg"])
+                for err in exc.errors()
+            ]
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []

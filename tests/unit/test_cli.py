@@ -63,6 +63,20 @@ def test_validate_fails_and_prints_every_error(use_domains, capsys: pytest.Captu
     assert "7 error(s) in 1 domain(s)" in out
 
 
+def test_validate_refuses_write_mode_full_on_partitioned_outputs(
+    use_domains, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_domains("write_mode")
+    assert cli.main(["validate"]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("error ")]
+    why = "write_mode: full is for unpartitioned outputs; a {} output overwrites the partitions it computes"
+    assert [line.split(" Value error, ")[0] for line in lines] == [
+        "error domains/sales/defs/snapshots/defs.yaml:11: tables.0.write_mode:",
+        "error domains/sales/hourly.py:6: write_mode:",
+    ]
+    assert why.format("daily") in lines[0] and why.format("hourly") in lines[1]
+
+
 def test_validate_one_domain(use_domains, capsys: pytest.CaptureFixture[str]) -> None:
     use_domains("broken_domain")
     assert cli.main(["validate", "--domain", "good_domain"]) == 0

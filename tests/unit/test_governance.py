@@ -202,6 +202,19 @@ def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.Mon
     ]
 
 
+def test_write_mode_full_on_a_partitioned_output_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partitioned run replaces the partitions it computed; ``write_mode: full`` there was once ignored,
+    so it is refused in YAML and in Python alike (``partitioning: none`` with it stays valid)."""
+    why = (
+        "Value error, write_mode: full is for unpartitioned outputs; a {} output overwrites the partitions it "
+        "computes: remove write_mode, or set partitioning: none to rewrite the whole table"
+    )
+    assert errors_of("write_mode", monkeypatch) == [
+        E("sales/defs/snapshots/defs.yaml", 11, "tables.0.write_mode", why.format("daily")),
+        E("sales/hourly.py", 6, "write_mode", why.format("hourly")),
+    ]
+
+
 def test_unknown_yaml_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_field", monkeypatch) == [
         E("sales/defs/orders/defs.yaml", 7, "ownr", "unknown field 'ownr'"),
