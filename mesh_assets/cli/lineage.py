@@ -85,6 +85,7 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 def flush(console: Console) -> int:
     """Deliver the waiting events: 0 when none is left, 1 when the server still does not take them."""
     from mesh_assets.lineage.emit import deliver_waiting, spool_dir
+    from mesh_assets.settings import get_settings
 
     settings = get_settings()
     done = deliver_waiting(settings)
@@ -108,6 +109,7 @@ def flush(console: Console) -> int:
 def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
     from mesh_assets.lineage.graph import column_lineage_mermaid
     from mesh_assets.lineage.source import LineageUnavailable, column_lineage
+    from mesh_assets.settings import get_settings
 
     try:
         found = column_lineage(get_settings(), graph, start)
