@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -26,9 +25,8 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.collector import collector_paused
-from mesh_assets.compat import AssetGraph
 from mesh_assets.graph.defaults import domains_defaults
-from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
+from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain, load_own_domains
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
@@ -67,35 +65,35 @@ def invalidate_job_name(domain: str) -> str:
     return f"{domain}__invalidate"
 
 
-def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph], alerts: AlertSettings) -> dg.JobDefinition:
+def build_invalidate_job(domain: str, tables: MeshGraph, alerts: AlertSettings) -> dg.JobDefinition:
     """``mesh invalidate`` and the UI's way to it: ``<domain>__invalidate`` invalidates a table of the domain
     (config: table, start, end, reason) and returns what it marked and the alerts it could not send.
-    ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The backfill package is
+    Suspects may be anywhere: the run walks ``tables`` (the whole mesh as this location resolved it, the other
+    domains from the catalog) and the instance, and executes no other domain's code. The backfill package is
     imported by the run, not when the location loads."""
     optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
 
     @dg.op(name=f"{domain}__{INVALIDATE_OP}", config_schema={"table": str, "reason": str, **optional})
     def _invalidate(context):  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.assets.catalog import CatalogMesh
         from mesh_assets.backfill import BackfillError, parse_asset_key
         from mesh_assets.backfill.invalidate import failed_checks, invalidation, notify
 
         config = context.op_config
         table = config["table"] if "/" in config["table"] or "." in config["table"] else f"{domain}/{config['table']}"
-        graph = mesh_graph()
+        mesh = CatalogMesh.of(tables)
         try:
-            key = parse_asset_key(table, graph)
+            key = parse_asset_key(table, mesh.graph)
             if key.path[0] != domain:
                 raise BackfillError(f"{key.to_user_string()} is not a table of {domain}")
-            marked = invalidation(
-                context.instance, graph, key, config.get("start"), config.get("end"), config["reason"]
-            )
+            marked = invalidation(context.instance, mesh, key, config.get("start"), config.get("end"), config["reason"])
         except BackfillError as exc:
             raise dg.Failure(str(exc)) from None
         for m in marked:
             for evaluation in failed_checks(context.instance, m, f"run {context.run_id}") if m.held else ():
                 context.log_event(evaluation)
             context.log.info(m.describe())
-        problems = notify(graph, marked, alerts, context.run_id)
+        problems = notify(mesh, marked, alerts, context.run_id)
         for problem in problems:
             context.log.warning(problem)
         return marked, problems
@@ -202,7 +200,6 @@ def _domain_definitions(
     domain: str,
     folder: Path,
     dbt: list[dg.AssetsDefinition],
-    mesh_graph: Callable[[], AssetGraph],
     settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
@@ -220,7 +217,7 @@ def _domain_definitions(
     if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
         sensors.append(alerts)
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
-    jobs += [build_invalidate_job(domain, mesh_graph, settings.alerts)] if nodes else []
+    jobs += [build_invalidate_job(domain, graph, settings.alerts)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 
@@ -272,12 +269,6 @@ def build_definitions(
     graph = _resolved(domains, only, extra, judged)
     _room_for_dagsters_recursion(graph.longest_chain())
 
-    def whole_mesh() -> AssetGraph:
-        """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
-        for the partitions that read the invalid ones."""
-        everything = load_all(domains_dir)
-        return build_definitions(everything, settings=settings, dbt=dbt).resolve_asset_graph()
-
     chosen = [name for name in domains if only is None or name in only]
     defaults = domains_defaults(domains_dir) if dbt else {}
     models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
@@ -285,10 +276,7 @@ def build_definitions(
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         chosen = [name for name in domains if only is None or name in only]
-        parts = [
-            _domain_definitions(graph, name, domains[name].folder, models[name], whole_mesh, settings)
-            for name in chosen
-        ]
+        parts = [_domain_definitions(graph, name, domains[name].folder, models[name], settings) for name in chosen]
     built = [m for ms in models.values() for m in ms]
     elsewhere = _defined_elsewhere(graph, chosen, {k for m in built for k in m.keys})
     resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
