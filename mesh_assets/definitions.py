@@ -20,6 +20,7 @@ import dagster as dg
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
+from mesh_assets.assets.plain import plain_assets, plain_checks, pyspark_resources, written_by_plain_assets
 from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
@@ -110,8 +111,10 @@ def build_invalidate_job(domain: str, tables: MeshGraph, alerts: AlertSettings) 
 
 
 def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitions:
-    """One product's assets (its outputs and its external tables' specs) and its external tables' checks."""
+    """One product's assets (its outputs and its external tables' specs) and its external tables' checks; an
+    external table a plain asset of the domain writes is that asset's (:mod:`~mesh_assets.assets.plain`)."""
     nodes, external = graph.by_product.get((product.domain, product.name), ([], []))
+    external = [t for t in external if t.key not in _PLAIN_KEYS.get()]
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
         build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
     ]
@@ -121,6 +124,8 @@ def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitio
 
 
 _RESOLVING: ContextVar[MeshGraph | None] = ContextVar("mesh_resolving", default=None)
+_PLAIN_KEYS: ContextVar[frozenset[dg.AssetKey]] = ContextVar("mesh_plain_keys", default=frozenset())
+"""The keys the plain assets of the domain being built define: its products' components build under it too."""
 
 
 def _from_component(product: DataProduct) -> bool:
@@ -197,21 +202,29 @@ def _dbt_resources(models: list[dg.AssetsDefinition]) -> dict[str, object]:
 
 def _domain_definitions(
     graph: MeshGraph,
-    domain: str,
-    folder: Path,
+    specs: DomainSpecs,
     dbt: list[dg.AssetsDefinition],
+    plain: list[dg.AssetsDefinition],
     settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
-    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt."""
-    parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
-    if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
-        parts.append(_component_definitions(graph, folder))
-    tool_keys = [k for models in dbt for k in models.keys]
-    parts.append(dg.Definitions(assets=dbt))
-    nodes = graph.nodes_of(domain)
+    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt, and the plain Dagster
+    assets its Python files define (``plain``) join them."""
+    domain, folder = specs.domain, specs.folder
     external = graph.external_of(domain)
-    sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
+    observed = [t for t in external if t not in written_by_plain_assets(external, plain)]
+    token = _PLAIN_KEYS.set(frozenset(k for a in plain for k in a.keys))
+    try:
+        parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
+        if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
+            parts.append(_component_definitions(graph, folder))
+    finally:
+        _PLAIN_KEYS.reset(token)
+    tool_keys = [k for models in dbt for k in models.keys]
+    parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=plain_checks(specs.modules)))
+    nodes = graph.nodes_of(domain)
+    plain_keys = [k for a in plain for k in a.keys]
+    sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: graph.readers(t.domain, t.name) for t in built}
     if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
@@ -272,23 +285,30 @@ def build_definitions(
     chosen = [name for name in domains if only is None or name in only]
     defaults = domains_defaults(domains_dir) if dbt else {}
     models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
+    plain = {name: plain_assets(domains[name].modules) for name in chosen}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         chosen = [name for name in domains if only is None or name in only]
-        parts = [_domain_definitions(graph, name, domains[name].folder, models[name], settings) for name in chosen]
+        parts = [_domain_definitions(graph, domains[name], models[name], plain[name], settings) for name in chosen]
     built = [m for ms in models.values() for m in ms]
-    elsewhere = _defined_elsewhere(graph, chosen, {k for m in built for k in m.keys})
-    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
+    own = [a for assets in plain.values() for a in assets]
+    elsewhere = _defined_elsewhere(graph, chosen, {k for m in [*built, *own] for k in m.keys}, own)
+    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built), **pyspark_resources(own)}
     return dg.Definitions.merge(*parts, dg.Definitions(assets=elsewhere, resources=resources, executor=RUN_EXECUTOR))
 
 
-def _defined_elsewhere(graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey]) -> list[dg.AssetSpec]:
-    """The tables the ``chosen`` domains' outputs read that other code locations define (another domain's, or a
-    dbt model not built here), with their partitions: each domain's automation is evaluated against its own
-    location's graph."""
+def _defined_elsewhere(
+    graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey], plain: list[dg.AssetsDefinition]
+) -> list[dg.AssetSpec]:
+    """The tables the ``chosen`` domains' outputs and ``plain`` assets read that other code locations define
+    (another domain's, or a dbt model not built here), with their partitions: each domain's automation is
+    evaluated against its own location's graph."""
     built = {t.key for t in graph.tables.values() if t.domain in chosen and t.kind is not TableKind.DBT} | tool_keys
     read = {r.table.key: r.table for name in chosen for n in graph.nodes_of(name) for r in n.reads}
+    for key in {k for a in plain for k in a.dependency_keys if len(k.path) == 2}:
+        if (table := graph.get(*key.path)) is not None:
+            read.setdefault(key, table)
     return [upstream_spec(table) for key, table in sorted(read.items()) if key not in built]
 
 
