@@ -1,0 +1,74 @@
+"""Plain Dagster assets in a domain's folder join its code location: executable in its graph, automated by its
+sensor, and, when one writes a table the domain declares as external, in place of Mesh's spec for it; a check
+Mesh would have to run on such a table is refused by name, file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mesh_assets.definitions import mesh_definitions
+from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.settings import get_settings
+
+PLAIN = """\
+import dagster as dg
+
+
+@dg.asset(
+    key=["shop", "landed"],
+    partitions_def=dg.DailyPartitionsDefinition(start_date="2021-06-01"),
+    automation_condition=dg.AutomationCondition.on_cron("0 1 * * *"),
+)
+def landed() -> None:
+    pass
+"""
+SPEC = """\
+name: orders
+owner: team@example.com
+contacts: [{kind: chat, value: "#orders"}]
+start_date: 2021-06-01
+external:
+  - table: landed
+tables:
+  - table: orders
+    inputs: [{table: landed}]
+    sql: SELECT * FROM shop.landed
+"""
+LANDED = dg.AssetKey(["shop", "landed"])
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    folder = tmp_path / "domains" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "landed.py").write_text(PLAIN)
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    get_settings.cache_clear()
+    yield folder
+    get_settings.cache_clear()
+
+
+def test_a_plain_asset_writing_an_external_table_is_its_definition_and_is_automated(shop: Path) -> None:
+    (shop / "orders.yaml").write_text(SPEC)
+    defs = mesh_definitions(shop.parent, dbt=False)
+    graph = defs.resolve_asset_graph()
+    assert graph.get(LANDED).is_executable  # the plain asset, not Mesh's observed spec
+    assert LANDED in graph.get(dg.AssetKey(["shop", "orders"])).parent_keys
+    assert LANDED in defs.resolve_sensor_def("shop__automation").asset_selection.resolve(graph)
+    assert "pyspark" not in (defs.resources or {})  # no asset asks for it: dagster-pyspark is not imported
+
+
+def test_a_check_on_an_external_table_a_plain_asset_writes_is_refused(shop: Path) -> None:
+    (shop / "orders.yaml").write_text(
+        SPEC.replace("  - table: landed\n", "  - table: landed\n    checks: [{kind: not_null, columns: [id]}]\n")
+    )
+    with pytest.raises(SpecValidationError) as refused:
+        mesh_definitions(shop.parent, dbt=False)
+    assert str(refused.value) == (
+        "domains/shop/orders.yaml:6: checks: shop.landed is written by a Dagster asset of shop's code location, "
+        "not observed: Mesh cannot run its checks (not_null_id) on it; give the asset its own asset checks"
+    )
