@@ -179,8 +179,11 @@ def _dbt_models(domain: str, defaults: dict[str, DomainDefaults]) -> list[dg.Ass
     when the manifest is not prepared). dagster-dbt, whose import costs seconds, is imported only by the
     locations of domains that own models."""
     from mesh_assets.dbt.nodes import models_of
-    from mesh_assets.dbt.project import load_manifest
+    from mesh_assets.dbt.project import load_manifest, project_dir
+    from mesh_assets.dbt.set_aside import parse_errors
 
+    if errors := [error for _, error in parse_errors(project_dir(), {domain})]:
+        raise SpecValidationError(errors)  # its model files dbt could not parse: the other domains load theirs
     try:
         if not models_of(load_manifest(), domain):
             return []
