@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -271,11 +272,13 @@ def build_definitions(
     *,
     dbt: bool = False,
     judged: dict[str, list[SpecError]] | None = None,
+    resources: Mapping[str, object] | None = None,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
     With ``dbt``, each domain's dbt models join its definitions, and its automation and failure sensors.
     ``settings`` default to the process's, read here, at the root, and passed to every part that needs them.
+    ``resources`` are the domain's own, for its plain Dagster assets (Mesh's ``mesh`` and ``dbt`` stay Mesh's).
     ``judged`` are domains' own errors already found for their current content.
     """
     settings = settings or get_settings()
@@ -297,7 +300,7 @@ def build_definitions(
     built = [m for ms in models.values() for m in ms]
     own = [a for assets in plain.values() for a in assets]
     elsewhere = _defined_elsewhere(graph, chosen, {k for m in [*built, *own] for k in m.keys}, own)
-    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built), **pyspark_resources(own)}
+    resources = {**pyspark_resources(own), **(resources or {}), RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
     return dg.Definitions.merge(*parts, dg.Definitions(assets=elsewhere, resources=resources, executor=RUN_EXECUTOR))
 
 
@@ -316,9 +319,12 @@ def _defined_elsewhere(
 
 
 @collector_paused()
-def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
+def domain_definitions(
+    definitions_file: str | Path, *, resources: Mapping[str, object] | None = None
+) -> dg.Definitions:
     """The code location of the domain whose ``definitions.py`` is ``definitions_file``: its products, its dbt
-    models, its sensors and jobs.
+    models, its plain Dagster assets, its sensors and jobs; ``resources``: those its plain assets need besides
+    Mesh's (``pyspark`` and ``lazy_pyspark`` are Mesh's session unless given here).
 
     Only this domain's files run here; the other domains are known from the catalog, whose missing entries
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
@@ -338,6 +344,7 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
         settings=settings,
         dbt=True,
         judged={folder.name: own.errors},
+        resources=resources,
     )
 
 

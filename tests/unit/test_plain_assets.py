@@ -9,9 +9,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mesh_assets.definitions import mesh_definitions
+from mesh_assets.definitions import domain_definitions, executable_assets, mesh_definitions
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.settings import get_settings
+from mesh_assets.storage.resource import MeshResource
 
 PLAIN = """\
 import dagster as dg
@@ -72,3 +73,27 @@ def test_a_check_on_an_external_table_a_plain_asset_writes_is_refused(shop: Path
         "domains/shop/orders.yaml:6: checks: shop.landed is written by a Dagster asset of shop's code location, "
         "not observed: Mesh cannot run its checks (not_null_id) on it; give the asset its own asset checks"
     )
+
+
+NEEDS_A_RESOURCE = """\
+import dagster as dg
+
+
+@dg.asset(key=["shop", "prices"], required_resource_keys={"prices_api"})
+def prices(context) -> None:
+    context.resources.prices_api
+"""
+
+
+def test_the_resources_a_domains_plain_assets_need_are_given_to_its_location(shop: Path) -> None:
+    (shop / "orders.yaml").write_text(SPEC)
+    (shop / "prices.py").write_text(NEEDS_A_RESOURCE)
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="resource with key 'prices_api' required"):
+        domain_definitions(shop / "definitions.py").get_repository_def()
+    api = dg.ResourceDefinition.hardcoded_resource("the prices API")
+    defs = domain_definitions(shop / "definitions.py", resources={"prices_api": api, "mesh": "not Mesh's"})
+    result = dg.materialize(
+        executable_assets(defs), resources=defs.resources, selection=[dg.AssetKey(["shop", "prices"])]
+    )
+    assert result.success
+    assert isinstance(defs.resources["mesh"], MeshResource)  # Mesh's own key stays Mesh's
