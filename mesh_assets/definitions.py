@@ -21,7 +21,7 @@ import dagster as dg
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
-from mesh_assets.assets.plain import plain_assets, plain_checks, pyspark_resources, written_by_plain_assets
+from mesh_assets.assets.plain import plain_definitions, pyspark_resources, written_by_plain_assets
 from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
@@ -209,11 +209,12 @@ def _domain_definitions(
     specs: DomainSpecs,
     dbt: list[dg.AssetsDefinition],
     plain: list[dg.AssetsDefinition],
+    checks: list[dg.AssetChecksDefinition],
     settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
     are built by their components, the domain's dbt models (``dbt``) by dagster-dbt, and the plain Dagster
-    assets its Python files define (``plain``) join them."""
+    assets and checks its Python files define (``plain``, ``checks``) join them."""
     domain, folder = specs.domain, specs.folder
     external = graph.external_of(domain)
     observed = [t for t in external if t not in written_by_plain_assets(external, plain)]
@@ -225,7 +226,7 @@ def _domain_definitions(
     finally:
         _PLAIN_KEYS.reset(token)
     tool_keys = [k for models in dbt for k in models.keys]
-    parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=plain_checks(specs.modules)))
+    parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=checks))
     nodes = graph.nodes_of(domain)
     plain_keys = [k for a in plain for k in a.keys]
     sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
@@ -291,14 +292,14 @@ def build_definitions(
     chosen = [name for name in domains if only is None or name in only]
     defaults = domains_defaults(domains_dir) if dbt else {}
     models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
-    plain = {name: plain_assets(domains[name].modules) for name in chosen}
+    plain = {name: plain_definitions(domains[name].modules) for name in chosen}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         chosen = [name for name in domains if only is None or name in only]
-        parts = [_domain_definitions(graph, domains[name], models[name], plain[name], settings) for name in chosen]
+        parts = [_domain_definitions(graph, domains[name], models[name], *plain[name], settings) for name in chosen]
     built = [m for ms in models.values() for m in ms]
-    own = [a for assets in plain.values() for a in assets]
+    own = [a for assets, _ in plain.values() for a in assets]
     elsewhere = _defined_elsewhere(graph, chosen, {k for m in [*built, *own] for k in m.keys}, own)
     resources = {**pyspark_resources(own), **(resources or {}), RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
     return dg.Definitions.merge(*parts, dg.Definitions(assets=elsewhere, resources=resources, executor=RUN_EXECUTOR))
