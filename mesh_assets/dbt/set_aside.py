@@ -10,7 +10,9 @@ set aside in turn). The project without those files is a copy made of links to t
 ``target/mesh_parse_errors.json``: the domain owning one (its folder under the model path) fails to load with
 dbt's error, naming the file and line, and ``mesh validate`` reports it, as for a product with an error. A file
 outside the model paths (a macro, the project's own configuration) is shared by every model and is not set
-aside: dbt's error then stops the project, as before.
+aside: dbt's error then stops the project, as before. A model file broken after the manifest was prepared is
+met by a run's compile, which parses the project again: a file that is none of the step's own models is left
+out of that compile the same way (:func:`compile_setting_aside`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from mesh_assets.model.errors import SpecError, relative
 
@@ -32,6 +35,7 @@ MAX_SET_ASIDE = 100
 """More files than this set aside is no longer one domain's mistake: the parse is given up."""
 _IN_PARENTHESES = re.compile(r"\(([^()\s]+)\)")
 _LINE = re.compile(r"\bline (\d+)\b")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,11 @@ def parse_setting_aside(project: Path, parse: Callable[[Path], Exception | None]
     return set_aside
 
 
-def _copy_without(project: Path, skipped: set[str]) -> Path:
-    """``target/mesh_project``: the project's folders, each of its files a link to the original but the
-    ``skipped`` ones, and ``target`` a link to the project's own (where dbt writes the manifest)."""
-    copy = project / "target" / COPY
+def _copy_without(project: Path, skipped: set[str], copy: Path | None = None) -> Path:
+    """A copy of ``project`` (default ``target/mesh_project``): its folders, each of its files a link to the
+    original but the ``skipped`` ones, and ``target`` a link to the project's own (where dbt writes the
+    manifest). ``project`` may itself be such a copy: the links point at the original files."""
+    copy = copy or project / "target" / COPY
     shutil.rmtree(copy, ignore_errors=True)
     for folder, subfolders, files in os.walk(project):
         relative = Path(folder).relative_to(project)
@@ -99,9 +104,27 @@ def _copy_without(project: Path, skipped: set[str]) -> Path:
         (copy / relative).mkdir(parents=True, exist_ok=True)
         for name in files:
             if (relative / name).as_posix() not in skipped:
-                (copy / relative / name).symlink_to(Path(folder) / name)
-    (copy / "target").symlink_to(project / "target", target_is_directory=True)
+                (copy / relative / name).symlink_to((Path(folder) / name).resolve())
+    (copy / "target").symlink_to((project / "target").resolve(), target_is_directory=True)
     return copy
+
+
+def compile_setting_aside(
+    project: Path, own: set[str], scratch: Path, compile: Callable[[Path], R], error: Callable[[R], str | None]
+) -> tuple[R, list[SetAside]]:
+    """``compile`` in ``project``, again in a copy under ``scratch`` without each model file dbt could not parse
+    that is none of ``own`` (the step's own models' files), so a file another domain broke since the manifest
+    was prepared does not fail this domain's run; the result of the last attempt, and the files left out."""
+    left_out: list[SetAside] = []
+    where = project
+    while True:
+        result = compile(where)
+        message = error(result)
+        file = unparsed_file(project, message) if message else None
+        if file is None or file in own or len(left_out) >= MAX_SET_ASIDE or any(s.file == file for s in left_out):
+            return result, left_out
+        left_out.append(SetAside(file, _owner(file), message or ""))
+        where = _copy_without(project, {s.file for s in left_out}, scratch / COPY)
 
 
 def set_aside_files(project: Path) -> list[SetAside]:
