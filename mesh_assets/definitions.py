@@ -67,12 +67,15 @@ def invalidate_job_name(domain: str) -> str:
     return f"{domain}__invalidate"
 
 
-def build_invalidate_job(domain: str, tables: MeshGraph, alerts: AlertSettings) -> dg.JobDefinition:
+def build_invalidate_job(
+    domain: str, tables: MeshGraph, alerts: AlertSettings, plain: list[dg.AssetSpec] | None = None
+) -> dg.JobDefinition:
     """``mesh invalidate`` and the UI's way to it: ``<domain>__invalidate`` invalidates a table of the domain
     (config: table, start, end, reason) and returns what it marked and the alerts it could not send.
     Suspects may be anywhere: the run walks ``tables`` (the whole mesh as this location resolved it, the other
-    domains from the catalog) and the instance, and executes no other domain's code. The backfill package is
-    imported by the run, not when the location loads."""
+    domains from the catalog) and the instance, and executes no other domain's code; ``plain``, the location's
+    plain Dagster assets, add what they read. The backfill package is imported by the run, not when the location
+    loads."""
     optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
 
     @dg.op(name=f"{domain}__{INVALIDATE_OP}", config_schema={"table": str, "reason": str, **optional})
@@ -83,7 +86,7 @@ def build_invalidate_job(domain: str, tables: MeshGraph, alerts: AlertSettings) 
 
         config = context.op_config
         table = config["table"] if "/" in config["table"] or "." in config["table"] else f"{domain}/{config['table']}"
-        mesh = CatalogMesh.of(tables)
+        mesh = CatalogMesh.of(tables, plain or ())
         try:
             key = parse_asset_key(table, mesh.graph)
             if key.path[0] != domain:
@@ -235,7 +238,8 @@ def _domain_definitions(
     if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
         sensors.append(alerts)
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
-    jobs += [build_invalidate_job(domain, graph, settings.alerts)] if nodes else []
+    plain_specs = [spec for a in plain for spec in a.specs]
+    jobs += [build_invalidate_job(domain, graph, settings.alerts, plain_specs)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 

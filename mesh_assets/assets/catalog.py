@@ -9,6 +9,7 @@ ones the producing location's assets carry. No product's code is imported or run
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import dagster as dg
@@ -43,13 +44,18 @@ def catalog_spec(graph: MeshGraph, table: Table) -> dg.AssetSpec:
     return dg.AssetSpec(table.key, deps=_deps(graph, table), partitions_def=partitions)
 
 
-def catalog_asset_graph(graph: MeshGraph) -> AssetGraph:
-    """Every table of ``graph`` as one Dagster asset graph, for walking partitions downstream. Each spec is an
-    assets definition of its own: Dagster gathers loose specs into one, where two tables reading one input
-    through different windows would be two mappings of one dependency."""
+def catalog_asset_graph(graph: MeshGraph, plain: Iterable[dg.AssetSpec] = ()) -> AssetGraph:
+    """Every table of ``graph`` as one Dagster asset graph, for walking partitions downstream; ``plain`` are the
+    location's own plain Dagster assets (what they read, which the catalog does not hold), in place of the
+    external table a domain declares for one. Each spec is an assets definition of its own: Dagster gathers
+    loose specs into one, where two tables reading one input through different windows would be two mappings
+    of one dependency."""
+    own = {s.key: dg.AssetSpec(s.key, deps=s.deps, partitions_def=s.partitions_def) for s in plain}
+    specs = [own.get(t.key) or catalog_spec(graph, t) for t in graph.tables.values()]
+    specs += [s for key, s in own.items() if graph.get(*key.path) is None] if own else []
     with warnings.catch_warnings():  # Mesh's partition mappings use beta parameters, as its assets do
         warnings.simplefilter("ignore", dg.BetaWarning)
-        assets = [dg.AssetsDefinition(specs=[catalog_spec(graph, t)]) for t in graph.tables.values()]
+        assets = [dg.AssetsDefinition(specs=[spec]) for spec in specs]
     return dg.Definitions(assets=assets).resolve_asset_graph()
 
 
@@ -62,8 +68,8 @@ class CatalogMesh:
     graph: AssetGraph
 
     @classmethod
-    def of(cls, tables: MeshGraph) -> CatalogMesh:
-        return cls(tables, catalog_asset_graph(tables))
+    def of(cls, tables: MeshGraph, plain: Iterable[dg.AssetSpec] = ()) -> CatalogMesh:
+        return cls(tables, catalog_asset_graph(tables, plain))
 
     def table(self, key: dg.AssetKey) -> Table | None:
         return self.tables.get(*key.path) if len(key.path) == 2 else None

@@ -97,3 +97,53 @@ def test_the_resources_a_domains_plain_assets_need_are_given_to_its_location(sho
     )
     assert result.success
     assert isinstance(defs.resources["mesh"], MeshResource)  # Mesh's own key stays Mesh's
+
+
+SUMMARY = """\
+import dagster as dg
+
+
+@dg.asset(
+    key=["shop", "summary"],
+    deps=[dg.AssetKey(["shop", "daily"])],
+    partitions_def=dg.DailyPartitionsDefinition(start_date="2021-06-01"),
+)
+def summary() -> None:
+    pass
+"""
+THROUGH = """\
+name: sales
+owner: team@example.com
+contacts: [{kind: chat, value: "#sales"}]
+start_date: 2021-06-01
+external:
+  - table: raw
+  - table: summary
+tables:
+  - table: daily
+    inputs: [{table: raw}]
+    sql: SELECT * FROM shop.raw
+  - table: report
+    inputs: [{table: summary}]
+    sql: SELECT * FROM shop.summary
+"""
+
+
+def test_an_invalidation_reaches_through_the_locations_plain_asset_to_the_product_reading_it(shop: Path) -> None:
+    (shop / "landed.py").unlink()
+    (shop / "sales.yaml").write_text(THROUGH)
+    (shop / "summary.py").write_text(SUMMARY)
+    instance = dg.DagsterInstance.ephemeral()
+    for table in ("daily", "summary", "report"):  # published
+        day = dg.AssetMaterialization(dg.AssetKey(["shop", table]), partition="2021-06-02")
+        instance.report_runless_asset_event(day)
+    job = domain_definitions(shop / "definitions.py").resolve_job_def("shop__invalidate")
+    config = {"table": "daily", "start": "2021-06-02", "reason": "double counted"}
+    result = job.execute_in_process(run_config={"ops": {"shop__mark_invalid": {"config": config}}}, instance=instance)
+    marked, _ = result.output_for_node("shop__mark_invalid")
+    assert [m.describe() for m in marked] == [
+        "shop/daily 2021-06-02: invalid",
+        "shop/summary 2021-06-02: computed from it, not marked (not a Mesh product's output: no valid check); "
+        "re-run it after the fix",
+        "shop/report 2021-06-02: suspect",
+    ]
