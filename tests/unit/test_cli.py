@@ -246,6 +246,24 @@ def test_a_domains_invalidate_run_walks_the_catalog_and_runs_no_other_domains_co
     assert pids and str(os.getpid()) not in pids  # discovered in a child of its own, never imported here
 
 
+def test_mesh_invalidate_of_a_domain_whose_location_does_not_load_names_why_and_marks_nothing(
+    instance_of, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    domains = tmp_path / "domains"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "trust" / "domains", domains)
+    (domains / "tr" / "broken.yaml").write_text("name: broken\nowner: sales@example.com\ncolour: red\n")
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    instance = instance_of(domains)
+    published(instance, ["tr", "daily_sales"], ["2021-06-02"])
+
+    assert cli.main(["invalidate", "tr/daily_sales", "--start", "2021-06-02", "--reason", "double counted"]) == 2
+    out = capsys.readouterr().out
+    assert "error domains/tr/broken.yaml:3: colour: unknown field 'colour'" in out
+    assert "tr's code location does not load: nothing marked" in out
+    assert instance.get_runs() == []
+
+
 def test_mesh_invalidate_refuses_a_dbt_model_and_names_the_models_it_cannot_mark(
     instance_of, capsys: pytest.CaptureFixture[str]
 ) -> None:
