@@ -154,10 +154,14 @@ def _domain_of(file: Path, domains_dir: Path) -> str:
 
 
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.dbt.project import project_dir
+    from mesh_assets.dbt.set_aside import parse_errors
+
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
-    errors = validate_catalog(entries, only=only, graph=graph)
+    dbt_errors = parse_errors(project_dir(), only)  # dbt model files the last parse set aside, by owning domain
+    errors = sorted({*validate_catalog(entries, only=only, graph=graph), *(e for _, e in dbt_errors)})
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]
@@ -166,7 +170,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     products = {(t.domain, t.product) for t in chosen}
     unread = getattr(args, "lineage", False) and report_undeclared_reads(console, args.runs) is None
     if errors:
-        failing = sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors})
+        dbt_files = {e.file: domain for domain, e in dbt_errors}
+        domains_dir = get_settings().domains_dir
+        failing = sorted({dbt_files.get(e.file) or _domain_of(Path(e.file), domains_dir) for e in errors})
         console.print(f"[red]{len(errors)} error(s)[/red] in {len(entries)} domain(s)", highlight=False)
         console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
         return 1

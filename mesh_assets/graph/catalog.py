@@ -33,7 +33,7 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
-FORMAT = 3
+FORMAT = 4
 
 
 @dataclass(frozen=True)

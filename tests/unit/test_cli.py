@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -289,6 +290,70 @@ def test_mesh_invalidate_and_the_domains_job_mark_what_read_it_anywhere_again_an
     assert "tr/raw_sales is an external table: Mesh did not publish it and cannot hold its readers on it" in refused
     assert "invalidate what was computed from them (readers: tr/daily_sales); nothing marked" in refused
     assert len(instance.get_runs()) == 2  # a refusal launches nothing
+
+
+RECORDS_IMPORT = (
+    "import os\n\nwith open(os.environ['MESH_TEST_IMPORTED'], 'a') as record:\n    record.write(f'{os.getpid()}\\n')\n"
+)
+
+
+def test_a_domains_invalidate_run_walks_the_catalog_and_runs_no_other_domains_code(
+    instance_of, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger's product file records each process that imports it: its own discovery's child process may, the
+    process running tr's location, its ``tr__invalidate`` run and ``mesh invalidate`` may not, and the suspect
+    ledger partition is marked all the same."""
+    domains = tmp_path / "domains"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "trust" / "domains", domains)
+    ledger = domains / "ledger" / "ledger.py"
+    ledger.write_text(RECORDS_IMPORT + ledger.read_text())
+    imported = tmp_path / "imported"
+    monkeypatch.setenv("MESH_TEST_IMPORTED", str(imported))
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    instance = instance_of(domains)
+    published(instance, ["tr", "daily_sales"], ["2021-06-01", "2021-06-02"])
+    published(instance, ["tr", "two_day_sales"], ["2021-06-02"])
+    published(instance, ["ledger", "ledger_entries"], ["2021-06-02"])
+
+    job = domain_definitions(domains / "tr" / "definitions.py").resolve_job_def("tr__invalidate")
+    config = {"table": "daily_sales", "start": "2021-06-02", "reason": "double counted"}
+    result = job.execute_in_process(run_config={"ops": {"tr__mark_invalid": {"config": config}}}, instance=instance)
+    assert cli.main(["invalidate", "tr/daily_sales", "--start", "2021-06-02", "--reason", "still wrong"]) == 0
+
+    marked, _ = result.output_for_node("tr__mark_invalid")
+    assert [m.describe() for m in marked] == [
+        "tr/daily_sales 2021-06-02: invalid",
+        "tr/two_day_sales 2021-06-02: suspect",
+        "ledger/ledger_entries 2021-06-02: suspect",
+    ]
+    assert "ledger/ledger_entries 2021-06-02: suspect" in capsys.readouterr().out
+    history = instance.event_log_storage.get_asset_check_execution_history(
+        dg.AssetCheckKey(dg.AssetKey(["ledger", "ledger_entries"]), "valid"), 10
+    )
+    assert [r.event.dagster_event.event_specific_data.description for r in history] == [
+        "suspect: computed from invalid tr/daily_sales 2021-06-02 (still wrong)",
+        "suspect: computed from invalid tr/daily_sales 2021-06-02 (double counted)",
+    ]
+    pids = imported.read_text().split()
+    assert pids and str(os.getpid()) not in pids  # discovered in a child of its own, never imported here
+
+
+def test_mesh_invalidate_of_a_domain_whose_location_does_not_load_names_why_and_marks_nothing(
+    instance_of, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    domains = tmp_path / "domains"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "trust" / "domains", domains)
+    (domains / "tr" / "broken.yaml").write_text("name: broken\nowner: sales@example.com\ncolour: red\n")
+    monkeypatch.setenv("MESH_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    instance = instance_of(domains)
+    published(instance, ["tr", "daily_sales"], ["2021-06-02"])
+
+    assert cli.main(["invalidate", "tr/daily_sales", "--start", "2021-06-02", "--reason", "double counted"]) == 2
+    out = capsys.readouterr().out
+    assert "error domains/tr/broken.yaml:3: colour: unknown field 'colour'" in out
+    assert "tr's code location does not load: nothing marked" in out
+    assert instance.get_runs() == []
 
 
 def test_mesh_invalidate_refuses_a_dbt_model_and_names_the_models_it_cannot_mark(
