@@ -27,6 +27,7 @@ from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.collector import collector_paused
+from mesh_assets.dbt.catalog import tool_tables
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs
 from mesh_assets.graph.isolate import catalog_tables, discover_all
@@ -43,21 +44,6 @@ RUN_EXECUTOR = dg.in_process_executor
 """A run's steps execute in the run's own process, one after another, sharing its SparkSession: Spark already
 spreads each step over every core, and a process per step would load the code location and start (or connect)
 a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
-
-
-def tool_tables(domains_dir: Path) -> list[Table]:
-    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
-    domains of ``domains_dir`` give them the defaults their config leaves out."""
-    from mesh_assets.dbt.catalog import dbt_tables
-    from mesh_assets.dbt.project import manifest_path
-
-    manifest = manifest_path()
-    if not manifest.exists():  # before the domains' defaults are read for it
-        return []
-    try:
-        return dbt_tables(manifest, defaults=domains_defaults(domains_dir))
-    except FileNotFoundError:
-        return []
 
 
 INVALIDATE_OP = "mark_invalid"

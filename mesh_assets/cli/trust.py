@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from mesh_assets.settings import get_settings
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +34,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_stale(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.backfill import BackfillError, Webserver, WebserverError, parse_asset_key
+    """Asks the webserver whether it answers before importing Dagster or loading the mesh: without one, the
+    command says so at once."""
+    from mesh_assets.backfill.webserver import Webserver, WebserverError
+    from mesh_assets.settings import get_settings
+
+    settings = get_settings().dagster
+    webserver = Webserver(settings.url, settings.timeout_seconds)
+    try:
+        webserver.answers()
+    except WebserverError as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+
+    from mesh_assets.backfill import BackfillError, parse_asset_key
     from mesh_assets.backfill.stale import stale_partitions
     from mesh_assets.cli.commands import persistent_instance
     from mesh_assets.definitions import mesh_definitions
@@ -45,16 +58,16 @@ def cmd_stale(args: argparse.Namespace, console: Console) -> int:
     except BackfillError as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
-    settings = get_settings().dagster
     with persistent_instance() as instance:
         try:
-            stale = stale_partitions(Webserver(settings.url, settings.timeout_seconds), instance, keys)
+            stale = stale_partitions(webserver, instance, keys)
         except WebserverError as exc:
             console.print(f"[red]error[/red] {exc}", highlight=False)
             return 2
     for partition in stale:
         console.print(partition.describe(), highlight=False, soft_wrap=True)
     console.print(f"{len(stale)} stale partition(s)" if stale else "Nothing is stale.")
+    console.print("Invalid, suspect and check-failed partitions: mesh health", highlight=False)
     return 1 if stale else 0
 
 
@@ -71,6 +84,7 @@ def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.definitions import INVALIDATE_OP, domain_definitions, invalidate_job_name, tool_tables
     from mesh_assets.graph.isolate import catalog_graph
     from mesh_assets.model.errors import SpecValidationError
+    from mesh_assets.settings import get_settings
 
     settings = get_settings()
     tables = catalog_graph(mesh_catalog(), tool_tables(settings.domains_dir))
