@@ -5,19 +5,22 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import dagster as dg
 import yaml
 from rich.console import Console
 from rich.table import Table
 
 from mesh_assets.cli.lineage import cmd_lineage as cmd_lineage  # `mesh lineage`, dispatched by name
+from mesh_assets.dbt.catalog import tool_tables
 from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
-from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -123,6 +126,8 @@ def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(WRITTEN_BY_MESH) and current != wanted):
         config.write_text(wanted)
+    import dagster as dg
+
     # Dagster's public way to an instance reads DAGSTER_HOME; it is set only for that call, not for the process.
     with scoped_environ({"DAGSTER_HOME": str(home)}):
         return dg.DagsterInstance.get()
@@ -149,12 +154,14 @@ def _domain_of(file: Path, domains_dir: Path) -> str:
 
 
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.definitions import tool_tables
+    from mesh_assets.dbt.project import project_dir
+    from mesh_assets.dbt.set_aside import parse_errors
 
     entries = mesh_catalog(retry=True)
     only = set(args.domain) if args.domain else None
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
-    errors = validate_catalog(entries, only=only, graph=graph)
+    dbt_errors = parse_errors(project_dir(), only)  # dbt model files the last parse set aside, by owning domain
+    errors = sorted({*validate_catalog(entries, only=only, graph=graph), *(e for _, e in dbt_errors)})
     for error in errors:
         console.print(f"[red]error[/red] {error}", highlight=False)
     chosen = [t for t in catalog_tables(entries) if only is None or t.domain in only]
@@ -163,7 +170,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     products = {(t.domain, t.product) for t in chosen}
     unread = getattr(args, "lineage", False) and report_undeclared_reads(console, args.runs) is None
     if errors:
-        failing = sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors})
+        dbt_files = {e.file: domain for domain, e in dbt_errors}
+        domains_dir = get_settings().domains_dir
+        failing = sorted({dbt_files.get(e.file) or _domain_of(Path(e.file), domains_dir) for e in errors})
         console.print(f"[red]{len(errors)} error(s)[/red] in {len(entries)} domain(s)", highlight=False)
         console.print(f"domains that will fail to load: {', '.join(failing)}", highlight=False)
         return 1
@@ -172,34 +181,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
-    graph = MeshGraph({}, catalog_tables(mesh_catalog()))
-    table = Table(title="Data products")
-    columns = ("domain", "product", "table", "version", "status", "tier", "owner", "published", "partitioning", "kind")
-    for column in columns:
-        table.add_column(column)
-    for info in sorted(graph.tables.values(), key=lambda i: (i.domain, i.product, i.name)):
-        table.add_row(
-            info.domain,
-            info.product,
-            info.name,
-            f"v{info.version}",
-            info.lifecycle(),
-            str(info.tier),
-            info.owner,
-            "yes" if info.published else "no",
-            info.grain.name,
-            info.kind.value,
-        )
-    edges = [
-        f"{domain}.{name} -> {table.ref}"
-        for table in graph.tables.values()
-        for domain, name in table.inputs
-        if domain != table.domain and (domain, name) in graph.tables
-    ]
-    console.print(table)
-    console.print("Cross-domain edges:" if edges else "No cross-domain edges.")
-    for edge in sorted(edges):
-        console.print(f"  {edge}", highlight=False)
+    from mesh_assets.cli.listing import print_listing
+
+    print_listing(catalog_graph(mesh_catalog(), tool_tables(get_settings().domains_dir)), args, console)
     return 0
 
 

@@ -8,14 +8,12 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import dagster as dg
-from rich.console import Console
-from rich.table import Table
-
-from mesh_assets.settings import MeshSettings, get_settings
-
 if TYPE_CHECKING:
+    import dagster as dg
+    from rich.console import Console
+
     from mesh_assets.lineage.graph import LineageGraph
+    from mesh_assets.settings import MeshSettings
 
 FORMATS = ("table", "json", "mermaid", "dot")
 
@@ -49,7 +47,10 @@ def add_lineage_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
+    from rich.table import Table
+
     from mesh_assets.lineage.source import LineageUnavailable, lineage_around
+    from mesh_assets.settings import get_settings
 
     if args.flush:
         return flush(console)
@@ -84,6 +85,7 @@ def cmd_lineage(args: argparse.Namespace, console: Console) -> int:
 def flush(console: Console) -> int:
     """Deliver the waiting events: 0 when none is left, 1 when the server still does not take them."""
     from mesh_assets.lineage.emit import deliver_waiting, spool_dir
+    from mesh_assets.settings import get_settings
 
     settings = get_settings()
     done = deliver_waiting(settings)
@@ -107,6 +109,7 @@ def flush(console: Console) -> int:
 def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
     from mesh_assets.lineage.graph import column_lineage_mermaid
     from mesh_assets.lineage.source import LineageUnavailable, column_lineage
+    from mesh_assets.settings import get_settings
 
     try:
         found = column_lineage(get_settings(), graph, start)
@@ -122,6 +125,8 @@ def print_columns(graph: LineageGraph, start: str, console: Console) -> int:
 
 def lineage_readers(settings: MeshSettings, root: str, depth: int = 50) -> Callable[[dg.AssetKey], list[dg.AssetKey]]:
     """The assets whose runs read an asset's output, as the lineage graph around ``root`` records them."""
+    import dagster as dg
+
     from mesh_assets.lineage.source import lineage_around
 
     graph, _ = lineage_around(settings, root, depth)
