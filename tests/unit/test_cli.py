@@ -228,6 +228,24 @@ def test_validate_warns_about_an_hourly_table_going_back_years(use_domains, caps
     assert "hourly partitions since 2020-01-01, more than the 25,000 Dagster's UI lists quickly" in warnings[0]
 
 
+def test_validate_warns_about_hourly_tables_declared_in_python_and_in_yaml(
+    use_domains, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Python product's external table has no line of its own: its warning names the file alone and sorts
+    before the same file's output, which has its transformation's line (a TypeError comparing no line with a line
+    before), and both before the YAML product's."""
+    use_domains("partition_counts_mixed")
+    assert cli.main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    warnings = [line for line in out.splitlines() if line.startswith("warning ")]
+    assert [w.split(" has ")[0] for w in warnings] == [
+        "warning domains/clicks/app_events.py: start_date: clicks.raw_app_events",
+        "warning domains/clicks/app_events.py:17: start_date: clicks.app_events",
+        "warning domains/clicks/defs/clicks/defs.yaml:9: start_date: clicks.raw_clicks",
+    ], out
+
+
 def published(instance, key: list[str], days: list[str]) -> None:
     """``key``'s ``days`` recorded as published (as a run's materializations are), without computing them."""
     for day in days:
