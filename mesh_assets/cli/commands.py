@@ -17,6 +17,7 @@ from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
+from mesh_assets.model.errors import SpecError
 from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
 
 if TYPE_CHECKING:
@@ -153,6 +154,11 @@ def _domain_of(file: Path, domains_dir: Path) -> str:
         return str(file)
 
 
+def failing_domains(errors: list[SpecError]) -> str:
+    """The domains ``errors`` are in, whose code locations fail to load."""
+    return ", ".join(sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors}))
+
+
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.dbt.project import project_dir
     from mesh_assets.dbt.set_aside import parse_errors
@@ -181,10 +187,21 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
+    """Every table that loads; then the errors of a domain whose specs fail, which is not listed in full (exit 1;
+    with ``--json``, the errors go to stderr)."""
     from mesh_assets.cli.listing import print_listing
 
-    print_listing(catalog_graph(mesh_catalog(), tool_tables(get_settings().domains_dir)), args, console)
-    return 0
+    entries = mesh_catalog()
+    graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
+    print_listing(graph, args, console)
+    errors = validate_catalog(entries, graph=graph)
+    if not errors:
+        return 0
+    out = Console(stderr=True) if getattr(args, "json", False) else console
+    for error in errors:
+        out.print(f"[red]error[/red] {error}", highlight=False, soft_wrap=True)
+    out.print(f"not listed in full, as their code locations fail to load: {failing_domains(errors)}", highlight=False)
+    return 1
 
 
 def report_undeclared_reads(console: Console, runs: int) -> int | None:

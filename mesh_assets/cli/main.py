@@ -136,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mesh_assets.cli import commands
 
         handler = getattr(commands, f"cmd_{args.command}")
-    return int(handler(args, globals().get("console") or __getattr__("console")) or 0)
+    from mesh_assets.cli.errors import run_reported
+
+    console = globals().get("console") or __getattr__("console")
+    return run_reported(args.command, lambda: int(handler(args, console) or 0), console)
 
 
 def __getattr__(name: str) -> object:

@@ -127,7 +127,7 @@ def test_list_shows_products_owners_and_cross_domain_edges(use_domains, capsys: 
 
 
 def test_list_without_cross_domain_edges(use_domains, capsys: pytest.CaptureFixture[str]) -> None:
-    use_domains("windows")
+    use_domains("partition_counts")
     assert cli.main(["list"]) == 0
     assert capsys.readouterr().out.splitlines()[-2:] == ["No cross-domain edges.", "No dbt edges."]
 
