@@ -1,7 +1,6 @@
 """Every ``mesh`` command, fed each bad-spec fixture, says what is wrong and never shows a traceback.
 
-The bad-spec fixtures are the meshes under ``tests/fixtures/governance`` (a new one is covered without listing
-it; one whose specs pass is named in ``GOOD``) and ``tests/fixtures/reliability/bad_specs``. Each command that
+The bad-spec fixtures are those of tests/bad_specs.py. Each command that
 reads the mesh must print the errors ``mesh validate`` prints, file, line and field, and exit non-zero; the
 commands that read no specs (``setup``, ``ingest``, ``lineage``) are fed a bad setting, bad arguments or an
 unknown node instead. The commands run in this process (``mesh_assets.cli.main.main``, which the ``mesh`` script
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bad_specs import BAD_MESHES
 from rich.console import Console
 
 from mesh_assets.cli import main as cli
@@ -24,12 +24,6 @@ from mesh_assets.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-GOOD = {"cross_domain", "partition_counts", "partition_counts_mixed"}
-"""The governance fixtures whose specs pass (warnings at most)."""
-BAD_MESHES = [
-    *(d for d in sorted((FIXTURES / "governance").iterdir()) if d.name not in GOOD),
-    FIXTURES / "reliability" / "bad_specs",
-]
 
 READS_THE_MESH = {
     "validate": ["validate"],
