@@ -52,12 +52,12 @@ def test_validate_fails_and_prints_every_error(use_domains, capsys: pytest.Captu
     assert lines == [
         "error domains/sales/customers.yaml:3: contacts: Tuple should have at least 1 item after validation, not 0",
         "error domains/sales/customers.yaml:4: colour: unknown field 'colour'",
-        "error domains/sales/defs/orders/defs.yaml:12: tables.0.sql: "
-        "SQL reads sales.raw_refunds, which is not a declared input",
         "error domains/sales/defs/orders/defs.yaml:15: tables.0.inputs.missing: unknown table sales.missing",
         "error domains/sales/defs/orders/defs.yaml:16: tables.0.inputs.raw_menus.window: "
         "sales.raw_menus is not partitioned; use window 'all'",
-        "error domains/sales/defs/orders/defs.yaml:18: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
+        "error domains/sales/defs/orders/defs.yaml:17: tables.0.sql: "
+        "SQL reads sales.raw_refunds, which is not a declared input",
+        "error domains/sales/defs/orders/defs.yaml:21: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
         "error domains/sales/refunds.py:6: tables.0.inputs: "
         "function build_refunds() takes ['order_rows'] but inputs are ['orders']",
     ]
