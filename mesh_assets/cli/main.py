@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
@@ -49,8 +50,15 @@ def with_examples(root: argparse.ArgumentParser, commands: dict[str, argparse.Ar
         sub.epilog = f"example:\n  {EXAMPLES[name]}"
 
 
+def installed_version() -> str:
+    """The version pyproject.toml gives, as the installed package's metadata holds it (CHANGELOG.md says what
+    changed in it)."""
+    return metadata.version("mesh-assets")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
+    root.add_argument("--version", action="version", version=f"mesh {installed_version()}")
     sub = root.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
     setup.add_argument(
