@@ -23,6 +23,8 @@ from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, g
 if TYPE_CHECKING:
     import dagster as dg
 
+    from mesh_assets.graph.resolve import MeshGraph
+
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.engine.jars import provision
@@ -194,14 +196,19 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
     entries = mesh_catalog()
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
     print_listing(graph, args, console)
+    failing = report_failing_domains(entries, graph, Console(stderr=True) if getattr(args, "json", False) else console)
+    return 1 if failing else 0
+
+
+def report_failing_domains(entries: dict[str, DomainEntry], graph: MeshGraph, console: Console) -> bool:
+    """Print the errors of the domains whose specs fail, which a command over the catalog leaves out (their
+    tables are not all known); whether there were any."""
     errors = validate_catalog(entries, graph=graph)
-    if not errors:
-        return 0
-    out = Console(stderr=True) if getattr(args, "json", False) else console
     for error in errors:
-        out.print(f"[red]error[/red] {error}", highlight=False, soft_wrap=True)
-    out.print(f"not listed in full, as their code locations fail to load: {failing_domains(errors)}", highlight=False)
-    return 1
+        console.print(f"[red]error[/red] {error}", highlight=False, soft_wrap=True)
+    if errors:
+        console.print(f"left out, as their code locations fail to load: {failing_domains(errors)}", highlight=False)
+    return bool(errors)
 
 
 def report_undeclared_reads(console: Console, runs: int) -> int | None:

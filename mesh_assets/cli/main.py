@@ -50,15 +50,21 @@ def with_examples(root: argparse.ArgumentParser, commands: dict[str, argparse.Ar
         sub.epilog = f"example:\n  {EXAMPLES[name]}"
 
 
-def installed_version() -> str:
-    """The version pyproject.toml gives, as the installed package's metadata holds it (CHANGELOG.md says what
-    changed in it)."""
-    return metadata.version("mesh-assets")
+class Version(argparse.Action):
+    """``mesh --version``: the version pyproject.toml gives, as the installed package's metadata holds it
+    (CHANGELOG.md says what changed in it); read only when asked, so building the parser reads no metadata."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print Mesh's version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"mesh {metadata.version('mesh-assets')}\n")
+        parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
-    root.add_argument("--version", action="version", version=f"mesh {installed_version()}")
+    root.add_argument("--version", action=Version)
     sub = root.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
     setup.add_argument(

@@ -32,13 +32,15 @@ READS_THE_MESH = {
     "apply": ["apply", "--dry-run"],
     "backfill": ["backfill", "sales/orders", "--start", "2021-06-01", "--end", "2021-06-02"],
     "rebuild": ["rebuild", "sales/orders", "--dry-run"],
-    "stale": ["stale"],
+    "health": ["health"],
     "demo": ["demo", "--days", "1"],
 }
 """Commands that build the mesh first, with arguments that would be right on a good one."""
 READS_ONE_DOMAIN = {"invalidate": ["invalidate", "sales/orders", "--start", "2021-06-01", "--reason", "late refunds"]}
 """``mesh invalidate`` reads the catalog, and loads only the table's own domain: another domain's errors do not
 stop it, and in these meshes it refuses first because nothing is published (or the table is unknown)."""
+ASKS_THE_WEBSERVER_FIRST = {"stale": ["stale"]}
+"""``mesh stale`` asks the webserver before it loads the mesh: here none answers, and it says so."""
 OTHER_INPUT = {
     "setup": (["setup"], {"MESH_INSTANCE": "mysql"}, "setting instance: Input should be 'sqlite' or 'postgres'"),
     "ingest": (["ingest", "--start", "2021-06-15 00:00"], {}, "--start '2021-06-15 00:00': expected YYYY-MM-DDTHH"),
@@ -49,7 +51,7 @@ OTHER_INPUT = {
 
 def test_every_command_is_covered() -> None:
     commands = set(cli.parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert commands == set(READS_THE_MESH) | set(READS_ONE_DOMAIN) | set(OTHER_INPUT)
+    assert commands == set(READS_THE_MESH) | set(READS_ONE_DOMAIN) | set(ASKS_THE_WEBSERVER_FIRST) | set(OTHER_INPUT)
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,8 @@ def test_each_command_names_what_is_wrong_with_a_bad_mesh(run, mesh: Path) -> No
         assert [e for e in errors if e not in said] == [], f"mesh {name} does not print validate's errors:\n{out}"
     code, out = run(mesh, READS_ONE_DOMAIN["invalidate"])
     assert code == 2 and "Traceback" not in out and out.rstrip().endswith("nothing marked"), out
+    code, out = run(mesh, ASKS_THE_WEBSERVER_FIRST["stale"])
+    assert code == 2 and "Traceback" not in out and "error no Dagster webserver answers at" in out, out
 
 
 @pytest.mark.parametrize("name", sorted(OTHER_INPUT))
