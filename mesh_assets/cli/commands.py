@@ -17,10 +17,13 @@ from mesh_assets.graph.catalog import DomainEntry
 from mesh_assets.graph.isolate import catalog_graph, catalog_tables, discover_all, validate_catalog
 from mesh_assets.graph.partition_counts import partition_count_warnings
 from mesh_assets.graph.readers import deprecation_warnings
+from mesh_assets.model.errors import SpecError
 from mesh_assets.settings import ComputeLogSettings, MeshSettings, S3Settings, get_settings, scoped_environ
 
 if TYPE_CHECKING:
     import dagster as dg
+
+    from mesh_assets.graph.resolve import MeshGraph
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
@@ -153,6 +156,11 @@ def _domain_of(file: Path, domains_dir: Path) -> str:
         return str(file)
 
 
+def failing_domains(errors: list[SpecError]) -> str:
+    """The domains ``errors`` are in, whose code locations fail to load."""
+    return ", ".join(sorted({_domain_of(Path(e.file), get_settings().domains_dir) for e in errors}))
+
+
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.dbt.project import project_dir
     from mesh_assets.dbt.set_aside import parse_errors
@@ -181,10 +189,26 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
+    """Every table that loads; then the errors of a domain whose specs fail, which is not listed in full (exit 1;
+    with ``--json``, the errors go to stderr)."""
     from mesh_assets.cli.listing import print_listing
 
-    print_listing(catalog_graph(mesh_catalog(), tool_tables(get_settings().domains_dir)), args, console)
-    return 0
+    entries = mesh_catalog()
+    graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
+    print_listing(graph, args, console)
+    failing = report_failing_domains(entries, graph, Console(stderr=True) if getattr(args, "json", False) else console)
+    return 1 if failing else 0
+
+
+def report_failing_domains(entries: dict[str, DomainEntry], graph: MeshGraph, console: Console) -> bool:
+    """Print the errors of the domains whose specs fail, which a command over the catalog leaves out (their
+    tables are not all known); whether there were any."""
+    errors = validate_catalog(entries, graph=graph)
+    for error in errors:
+        console.print(f"[red]error[/red] {error}", highlight=False, soft_wrap=True)
+    if errors:
+        console.print(f"left out, as their code locations fail to load: {failing_domains(errors)}", highlight=False)
+    return bool(errors)
 
 
 def report_undeclared_reads(console: Console, runs: int) -> int | None:

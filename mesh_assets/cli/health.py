@@ -35,14 +35,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_health(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.backfill.health import check_keys, unhealthy_partitions
     from mesh_assets.backfill.webserver import Webserver, WebserverError
-    from mesh_assets.cli.commands import mesh_catalog, persistent_instance
+    from mesh_assets.cli.commands import mesh_catalog, persistent_instance, report_failing_domains
     from mesh_assets.dbt.catalog import tool_tables
     from mesh_assets.graph.isolate import catalog_graph
     from mesh_assets.graph.resolve import TableKind
     from mesh_assets.settings import get_settings
 
     settings = get_settings()
-    tables = list(catalog_graph(mesh_catalog(), tool_tables(settings.domains_dir)).tables.values())
+    entries = mesh_catalog()
+    graph = catalog_graph(entries, tool_tables(settings.domains_dir))
+    tables = list(graph.tables.values())
     if args.asset:
         wanted = args.asset.replace(".", "/", 1)
         tables = [t for t in tables if f"{t.domain}/{t.name}" == wanted]
@@ -66,7 +68,8 @@ def cmd_health(args: argparse.Namespace, console: Console) -> int:
     tables_hit = len({u.key for u in found})
     summary = f"{len(found)} partition(s) of {tables_hit} table(s) {what}" if found else f"No partition is {what}."
     console.print(summary, highlight=False)
-    return 1 if found else 0
+    failing = report_failing_domains(entries, graph, console)  # their tables were not looked at
+    return 1 if found or failing else 0
 
 
 def _stale(webserver: Webserver, instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> list[Unhealthy]:

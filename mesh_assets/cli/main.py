@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
@@ -49,8 +50,21 @@ def with_examples(root: argparse.ArgumentParser, commands: dict[str, argparse.Ar
         sub.epilog = f"example:\n  {EXAMPLES[name]}"
 
 
+class Version(argparse.Action):
+    """``mesh --version``: the version pyproject.toml gives, as the installed package's metadata holds it
+    (CHANGELOG.md says what changed in it); read only when asked, so building the parser reads no metadata."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print Mesh's version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"mesh {metadata.version('mesh-assets')}\n")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
+    root.add_argument("--version", action=Version)
     sub = root.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
     setup.add_argument(
@@ -136,7 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mesh_assets.cli import commands
 
         handler = getattr(commands, f"cmd_{args.command}")
-    return int(handler(args, globals().get("console") or __getattr__("console")) or 0)
+    from mesh_assets.cli.errors import run_reported
+
+    console = globals().get("console") or __getattr__("console")
+    return run_reported(args.command, lambda: int(handler(args, console) or 0), console)
 
 
 def __getattr__(name: str) -> object:

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mesh_assets.dbt import project
 from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, node_meta, partition_column
-from mesh_assets.dbt.project import load_manifest, manifest_path, project_dir
+from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.defaults import DomainDefaults
@@ -96,7 +97,7 @@ def dbt_tables(
 def tool_tables(domains_dir: Path) -> list[Table]:
     """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
     domains of ``domains_dir`` give them the defaults their config leaves out."""
-    manifest = manifest_path()
+    manifest = project.manifest_path()  # looked up when called: a test or tool may point it elsewhere
     if not manifest.exists():  # before the domains' defaults are read for it
         return []
     try:

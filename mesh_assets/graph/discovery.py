@@ -94,6 +94,7 @@ def _load_yaml(
                 **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
                 "output": {k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS},
                 "line": lines.get(("tables", i)),
+                "sql_line": lines.get(("tables", i, "sql")) or lines.get(("tables", i, "sql_file")),
             }
             sql_file = raw.get("sql_file")
             if isinstance(sql_file, str):

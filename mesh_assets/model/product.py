@@ -155,6 +155,8 @@ class SqlTransformation(Strict):
     sql_file: str | None = None
     range_aware: bool = False
     line: SkipJsonSchema[int | None] = None
+    sql_line: SkipJsonSchema[int | None] = None
+    """The line of its ``sql`` or ``sql_file`` field, where an error in the query is reported."""
 
     @field_validator("inputs", mode="before")
     @classmethod

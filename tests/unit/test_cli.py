@@ -52,12 +52,12 @@ def test_validate_fails_and_prints_every_error(use_domains, capsys: pytest.Captu
     assert lines == [
         "error domains/sales/customers.yaml:3: contacts: Tuple should have at least 1 item after validation, not 0",
         "error domains/sales/customers.yaml:4: colour: unknown field 'colour'",
-        "error domains/sales/defs/orders/defs.yaml:12: tables.0.sql: "
-        "SQL reads sales.raw_refunds, which is not a declared input",
         "error domains/sales/defs/orders/defs.yaml:15: tables.0.inputs.missing: unknown table sales.missing",
         "error domains/sales/defs/orders/defs.yaml:16: tables.0.inputs.raw_menus.window: "
         "sales.raw_menus is not partitioned; use window 'all'",
-        "error domains/sales/defs/orders/defs.yaml:18: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
+        "error domains/sales/defs/orders/defs.yaml:17: tables.0.sql: "
+        "SQL reads sales.raw_refunds, which is not a declared input",
+        "error domains/sales/defs/orders/defs.yaml:21: tables.1.sql: SQL does not parse (line 1, col 15): Expecting )",
         "error domains/sales/refunds.py:6: tables.0.inputs: "
         "function build_refunds() takes ['order_rows'] but inputs are ['orders']",
     ]
@@ -127,7 +127,7 @@ def test_list_shows_products_owners_and_cross_domain_edges(use_domains, capsys: 
 
 
 def test_list_without_cross_domain_edges(use_domains, capsys: pytest.CaptureFixture[str]) -> None:
-    use_domains("windows")
+    use_domains("partition_counts")
     assert cli.main(["list"]) == 0
     assert capsys.readouterr().out.splitlines()[-2:] == ["No cross-domain edges.", "No dbt edges."]
 
@@ -226,6 +226,24 @@ def test_validate_warns_about_an_hourly_table_going_back_years(use_domains, caps
         "warning domains/clicks/defs/clicks/defs.yaml:9: start_date: clicks.raw_clicks has "
     ), warnings
     assert "hourly partitions since 2020-01-01, more than the 25,000 Dagster's UI lists quickly" in warnings[0]
+
+
+def test_validate_warns_about_hourly_tables_declared_in_python_and_in_yaml(
+    use_domains, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Python product's external table has no line of its own: its warning names the file alone and sorts
+    before the same file's output, which has its transformation's line (a TypeError comparing no line with a line
+    before), and both before the YAML product's."""
+    use_domains("partition_counts_mixed")
+    assert cli.main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    warnings = [line for line in out.splitlines() if line.startswith("warning ")]
+    assert [w.split(" has ")[0] for w in warnings] == [
+        "warning domains/clicks/app_events.py: start_date: clicks.raw_app_events",
+        "warning domains/clicks/app_events.py:17: start_date: clicks.app_events",
+        "warning domains/clicks/defs/clicks/defs.yaml:9: start_date: clicks.raw_clicks",
+    ], out
 
 
 def published(instance, key: list[str], days: list[str]) -> None:
