@@ -37,7 +37,11 @@ def test_one_operating_section_with_one_backfill_guide():
     assert len(re.findall(r"--downstream --wait", README)) == 1, "the backfill commands are shown once"
 
 
-MARKERS = {"<!-- readme-test: runs after make demo -->": "```bash", "<!-- readme-output: ": "```text"}
+MARKERS = {
+    "<!-- readme-test: runs after make demo -->": "```bash",
+    "<!-- readme-test: adds a domain, in a copy of the checkout -->": "```bash",
+    "<!-- readme-output: ": "```text",
+}
 
 
 def test_every_marker_sits_right_above_its_block():
