@@ -10,6 +10,7 @@ from rich.console import Console
 
 from mesh_assets.cli import change, commands, trust
 from mesh_assets.cli.lineage import add_lineage_parser
+from mesh_assets.engine.jars import EXTRAS
 
 console = Console()
 
@@ -55,6 +56,21 @@ def parser() -> argparse.ArgumentParser:
         "--instance",
         choices=["sqlite", "postgres"],
         help="the Dagster instance's storage (default: the `instance` setting); postgres reads DAGSTER_PG_* variables",
+    )
+    setup.add_argument(
+        "--jars",
+        action="append",
+        choices=EXTRAS,
+        default=[],
+        help="also fetch this optional jar set (repeatable; default: only the sets the settings use, e.g. s3a "
+        "for an s3a:// warehouse)",
+    )
+    setup.add_argument(
+        "--archive",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="archive Spark's classes for later drivers' JVMs (about a minute once, then 2-3 CPU-seconds saved "
+        "per driver; `make setup` leaves it to `make test` and `make dev`)",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
     demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")
