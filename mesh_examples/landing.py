@@ -13,6 +13,17 @@ from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 from mesh_examples import generator
 
+SEED = 7
+LANDED = (
+    ("food_delivery", "raw_menus"),
+    ("food_delivery", "raw_menu_items"),
+    ("food_delivery", "raw_categories"),
+    ("food_delivery", "raw_orders"),
+    ("central", "raw_order_events"),
+    ("growth", "google_search_console"),
+)
+"""The tables :func:`land_all` writes, as (domain, table)."""
+
 
 def land_food_delivery(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
     """Write ``food_delivery``'s raw exports for ``days`` (each day replaced, so landing twice is harmless)."""
