@@ -99,7 +99,8 @@ def publish(
     listener: DemoListener | None = None,
     engine: Callable[[], object] | None = None,
 ) -> list[AssetSummary]:
-    """Materialize what is not current of the mesh over ``first``..``last``, and summarize every table."""
+    """Materialize what is not current of the mesh over ``first``..``last``, and summarize every table: a table
+    current afterwards from what its materializations recorded, any other by counting its Delta table."""
     from mesh_examples.current import current_tables
 
     assets = executable_assets(defs)
@@ -108,6 +109,8 @@ def publish(
     if engine is not None and set(planned) - set(current):
         engine()
     keys = materialize_mesh(defs, instance, mesh, first, last, listener, current)
+    if set(planned) - set(current):
+        current = current_tables(assets, instance, mesh, planned)
     return summarize(instance, keys, mesh, current)
 
 

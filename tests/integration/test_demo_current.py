@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource, mesh_definitions, observe_now
-from mesh_examples.run import publish
+from mesh_examples.run import publish, summarize
 
 pytestmark = pytest.mark.spark
 
@@ -42,6 +42,9 @@ def test_a_second_run_with_nothing_changed_publishes_nothing_and_summarizes_the_
         first = publish(defs, instance, mesh, FIRST, LAST)
         runs, published = len(instance.get_runs()), materialized(instance, defs)
         assert published["qa/clean_events"] == 2 and first
+
+        counted = summarize(instance, [dg.AssetKey.from_user_string(t.asset) for t in first], mesh)
+        assert first == counted, "the rows the materializations recorded are the rows the tables hold"
 
         jobs = spark_jobs(spark)
         assert jobs, "Spark reports the jobs it ran"
