@@ -59,8 +59,9 @@ demo: setup
 DEV_PORT      ?= 3000
 DEV_WORKSPACE ?= workspace.yaml
 
+# `mesh setup` again: the jars and the instance the settings ask for now (an s3a:// warehouse, postgres).
 dev: setup
-	$(BIN)/mesh setup
+	$(BIN)/mesh setup --no-archive
 	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
 
 # Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a

@@ -69,8 +69,8 @@ def parser() -> argparse.ArgumentParser:
         "--archive",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="archive Spark's classes for later drivers' JVMs (about a minute once, then 2-3 CPU-seconds saved "
-        "per driver; `make setup` leaves it to `make test` and `make dev`)",
+        help="archive Spark's classes for later drivers' JVMs (minutes once, then 2-3 CPU-seconds saved per "
+        "driver: worth it for many drivers, as the test suite's; `make setup` and `make dev` skip it)",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
     demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")
