@@ -5,9 +5,9 @@ when each source's latest commit carries this run's mark, landing again would wr
 
 A table is current when each partition the demo plans has a materialization computed by the table's code
 version now, none older than the latest change of anything it reads (a Mesh table's materialization, or a
-source's reported by its observer), none older than one of the table's refused partitions, its Delta table is
-still at the version Mesh's last write of it left (nobody wrote, restored or removed it since), and nothing it
-reads is being recomputed. What is current is not recomputed, and its rows come from what its materializations
+source's reported by its observer) nor than a refusal of some of its partitions, its Delta table is still at
+the version Mesh's last write of it left (nobody wrote, restored or removed it since), and nothing it reads is
+being recomputed. What is current is not recomputed, and its rows come from what its materializations
 recorded, which is what the table holds, so a run with nothing changed starts no Spark job.
 """
 
