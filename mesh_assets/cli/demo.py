@@ -31,6 +31,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
     from mesh_examples.run import DEMO_START, run_demo
 
     log = get_settings().home / "logs" / "demo.log"
+    defs = mesh_definitions()  # a mesh that fails governance stops here, its errors on the screen, before Spark
     with contextlib.ExitStack() as stack:
         if not args.verbose:
             console = Console(file=stack.enter_context(output_to(log)))
@@ -39,9 +40,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
         progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
         try:
-            summary = run_demo(
-                mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress, quick_session
-            )
+            summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress, quick_session)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)
