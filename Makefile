@@ -5,13 +5,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mesh-installed
 JARS   := .mesh/jars/.complete
 JVM_ARCHIVE := .mesh/jvm/.archived
+S3A_JARS := .mesh/jars/s3a/.complete
 DBT_MANIFEST := dbt_project/target/manifest.json
 export MESH_PROJECT_ROOT := $(CURDIR)
 export DAGSTER_HOME ?= $(CURDIR)/.mesh/dagster
 
-.PHONY: setup bytecode services demo dev test test-fast bench lint clean
+.PHONY: setup test-setup bytecode services demo dev test test-fast bench lint clean
 
-setup: $(STAMP) bytecode $(JARS) $(JVM_ARCHIVE) $(DBT_MANIFEST)
+# What `make demo` uses, and nothing more.
+setup: $(STAMP) bytecode $(JARS) $(DBT_MANIFEST)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,11 +29,19 @@ $(STAMP): pyproject.toml requirements.lock
 bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q mesh_assets mesh_examples domains
 
-# Delta's jars, then Spark's classes archived for every later driver's JVM (mesh_assets/engine/jvm.py): one
-# `mesh setup` makes both.
-$(JARS) $(JVM_ARCHIVE) &: mesh_assets/engine/jars.pom.xml $(STAMP)
-	$(BIN)/mesh setup
-	touch $(JARS) $(JVM_ARCHIVE)
+# Delta's jars: the core set, which the local default needs (cloud jars come with settings that use them).
+$(JARS): mesh_assets/engine/jars.pom.xml $(STAMP)
+	$(BIN)/mesh setup --no-archive
+	touch $(JARS)
+
+# What the suite and the benchmarks add: the s3a jars, for the object-storage tests (nothing downloads during a
+# test), and Spark's classes archived for every later driver's JVM (mesh_assets/engine/jvm.py), which pays
+# over the suite's dozens of drivers but not over the demo's one (BENCHMARKS.md, "demo stages").
+$(S3A_JARS) $(JVM_ARCHIVE) &: mesh_assets/engine/jars.pom.xml $(STAMP) $(JARS)
+	$(BIN)/mesh setup --jars s3a
+	touch $(S3A_JARS) $(JVM_ARCHIVE)
+
+test-setup: setup $(S3A_JARS) $(JVM_ARCHIVE)
 
 $(DBT_MANIFEST): $(STAMP) dbt_project/dbt_project.yml $(shell find dbt_project/models dbt_project/macros -type f)
 	$(BIN)/python -m mesh_assets.dbt.prepare
@@ -49,8 +59,9 @@ demo: setup
 DEV_PORT      ?= 3000
 DEV_WORKSPACE ?= workspace.yaml
 
+# `mesh setup` again: the jars and the instance the settings ask for now (an s3a:// warehouse, postgres).
 dev: setup
-	$(BIN)/mesh setup
+	$(BIN)/mesh setup --no-archive
 	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
 
 # Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
@@ -59,13 +70,13 @@ dev: setup
 # order tests/conftest.py gives them (the ones that start servers first), not re-sorted by test count.
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
-test: setup services
+test: test-setup services
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
-test-fast: setup
+test-fast: test-setup
 	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow and not e2e"
 
-bench: setup
+bench: test-setup
 	$(BIN)/python -m bench
 
 lint: setup

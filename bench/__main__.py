@@ -27,6 +27,7 @@ SUITE = [
     "automation_tick",
     "domain_isolation",
     "demo_end_to_end",
+    "demo_stages",
     "connect_startup",
     "jvm_start",
     "submit_mode",

@@ -45,14 +45,14 @@ def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) ->
         out, grain = node.output, node.table.grain
         location = registry.location(node.domain, out.table)
         if not grain.partitioned:
-            df = transform(spark, registry, node, None, log, "raw")
+            df = transform(spark, registry, node, None, log, "raw", {})
             df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(location)
         else:
             part = PartitionRange.from_keys(Grain.DAILY, first, last).as_grain(grain)
             if node.transformation.range_aware:
-                df = transform(spark, registry, node, part, log, "raw")
+                df = transform(spark, registry, node, part, log, "raw", {})
             else:
-                frames = [transform(spark, registry, node, part.single(v), log, "raw") for v in part.values()]
+                frames = [transform(spark, registry, node, part.single(v), log, "raw", {}) for v in part.values()]
                 df = reduce(lambda a, b: a.unionByName(b), frames)
             (
                 df.write.format("delta")

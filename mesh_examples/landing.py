@@ -13,8 +13,19 @@ from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 from mesh_examples import generator
 
+SEED = 7
+LANDED = (
+    ("food_delivery", "raw_menus"),
+    ("food_delivery", "raw_menu_items"),
+    ("food_delivery", "raw_categories"),
+    ("food_delivery", "raw_orders"),
+    ("central", "raw_order_events"),
+    ("growth", "google_search_console"),
+)
+"""The tables :func:`land_all` writes, as (domain, table)."""
 
-def land_food_delivery(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+
+def land_food_delivery(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
     """Write ``food_delivery``'s raw exports for ``days`` (each day replaced, so landing twice is harmless)."""
     cat = generator.catalogue(seed)
     for table, rows, schema in (
@@ -43,7 +54,7 @@ def land_raw_orders(spark: SparkSession, registry: TableRegistry, first: date, l
     )
 
 
-def land_central(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+def land_central(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
     """Backfill ``central.raw_order_events`` for ``days`` in one commit.
 
     The live ingestion commits every hour (:func:`land_order_events_hour`, :func:`ingest_hours`); a
@@ -54,13 +65,13 @@ def land_central(spark: SparkSession, registry: TableRegistry, days: Iterable[da
     land_raw_order_events(spark, registry, hours[0], hours[-1], rows)
 
 
-def land_order_events_hour(spark: SparkSession, registry: TableRegistry, hour: datetime, seed: int = 7) -> None:
+def land_order_events_hour(spark: SparkSession, registry: TableRegistry, hour: datetime, seed: int = SEED) -> None:
     """The ingestion's hourly commit: replace one hour of ``central.raw_order_events``."""
     land_raw_order_events(spark, registry, hour, hour, generator.raw_order_events(hour, seed))
 
 
 def ingest_hours(
-    spark: SparkSession, registry: TableRegistry, start_hour: datetime, hours: int, seed: int = 7
+    spark: SparkSession, registry: TableRegistry, start_hour: datetime, hours: int, seed: int = SEED
 ) -> list[datetime]:
     """Run the live ingestion for ``hours`` hours from ``start_hour``: one Delta commit per hour, in order.
 
@@ -92,7 +103,7 @@ def land_raw_order_events(
     )
 
 
-def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
     """Write Google Search Console's daily exports for ``days`` into ``growth`` in one commit."""
     days = sorted(days)
     rng = PartitionRange.from_keys(Grain.DAILY, days[0].isoformat(), days[-1].isoformat())
@@ -108,7 +119,7 @@ def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[dat
     )
 
 
-def land_all(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = 7) -> None:
+def land_all(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
     """Land every domain's sources for ``days``: what the outside writers of the example mesh produce."""
     days = sorted(days)
     land_food_delivery(spark, registry, days, seed)

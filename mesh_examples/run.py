@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from graphlib import TopologicalSorter
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pyspark.sql import functions as F
 
 from mesh_assets import RESOURCE_KEY, MeshResource, executable_assets, observe_now
+from mesh_assets.engine.session import scoped_conf
 from mesh_examples.generator import days
 from mesh_examples.landing import land_all
+
+if TYPE_CHECKING:
+    from mesh_examples.current import Published
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14
@@ -60,17 +66,52 @@ def run_demo(
     start: date = DEMO_START,
     count: int = DEMO_DAYS,
     listener: DemoListener | None = None,
+    engine: Callable[[], object] | None = None,
 ) -> list[AssetSummary]:
-    """Land the sources, materialize the mesh over them, and summarize what was published."""
+    """Land the sources, materialize the mesh over them, and summarize what was published; what is already
+    landed or current is left as it is (:mod:`mesh_examples.current`). ``engine`` starts the Spark session the
+    demo uses, called only when there is Spark work: a run with nothing to do starts none."""
+    from mesh_examples.current import MARK_CONF, already_landed, landing_mark
+
     listener = listener or DemoListener()
     window = days(start, count)
-    listener.stage(f"landing {count} days of example data ({window[0]} .. {window[-1]})")
-    land_all(mesh.spark, mesh.registry, window)
+    mark = landing_mark(window)
+    if already_landed(mesh, mark):
+        listener.stage(f"example data for {window[0]} .. {window[-1]} already landed")
+    else:
+        listener.stage(f"landing {count} days of example data ({window[0]} .. {window[-1]})")
+        if engine is not None:
+            engine()
+        with scoped_conf(mesh.spark, {MARK_CONF: mark}):
+            land_all(mesh.spark, mesh.registry, window)
     listener.stage("observing the landed sources and running their checks")
     observe_now(defs, instance, mesh)  # what the observers report before anything reads the landed data
     listener.stage("materializing the mesh")
-    keys = materialize_mesh(defs, instance, mesh, window[0], window[-1], listener)
-    return summarize(instance, keys, mesh)
+    return publish(defs, instance, mesh, window[0], window[-1], listener, engine)
+
+
+def publish(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    mesh: MeshResource,
+    first: date,
+    last: date,
+    listener: DemoListener | None = None,
+    engine: Callable[[], object] | None = None,
+) -> list[AssetSummary]:
+    """Materialize what is not current of the mesh over ``first``..``last``, and summarize every table: a table
+    current afterwards from what its materializations recorded, any other by counting its Delta table."""
+    from mesh_examples.current import current_tables
+
+    assets = executable_assets(defs)
+    planned = {p.key: p.partitions for p in plan(assets, first, last)}
+    current = current_tables(assets, instance, mesh, planned)
+    if engine is not None and set(planned) - set(current):
+        engine()
+    keys = materialize_mesh(defs, instance, mesh, first, last, listener, current)
+    if set(planned) - set(current):
+        current = current_tables(assets, instance, mesh, planned)
+    return summarize(instance, keys, mesh, current)
 
 
 def materialize_mesh(
@@ -80,13 +121,20 @@ def materialize_mesh(
     first: date,
     last: date,
     listener: DemoListener | None = None,
+    current: dict[dg.AssetKey, Published] | None = None,
 ) -> list[dg.AssetKey]:
     """Unpartitioned products in one run, then one single-run range per partitions definition (a job runs one;
-    a product with an ``end_date`` has its own), producers' runs first."""
+    a product with an ``end_date`` has its own), producers' runs first. Tables in ``current`` (already current,
+    with what they published) are reported as published and left out of the runs; a run left with no table
+    is not launched."""
     listener = listener or DemoListener()
+    current = current or {}
     assets = executable_assets(defs)
     unpartitioned = [k for a in assets for k in a.keys if a.partitions_def is None]
     listener.planned(plan(assets, first, last))
+    for key, found in current.items():
+        for partition in found.records:
+            listener.materialized(key, partition)
     resources = {**(defs.resources or {}), RESOURCE_KEY: mesh}
     tags = {"mesh/launched_by": "demo"}
     runs: list[tuple[list[dg.AssetKey], dict[str, str]]] = [(unpartitioned, tags)]
@@ -97,9 +145,10 @@ def materialize_mesh(
             span = {"dagster/asset_partition_range_start": covered[0], "dagster/asset_partition_range_end": covered[-1]}
             runs.append((selection, {**tags, **span}))
     for selection, run_tags in runs:
-        if not selection:
+        left = [k for k in selection if k not in current]
+        if not left:
             continue
-        job = demo_job(assets, resources, selection, listener)
+        job = demo_job(assets, resources, left, listener)
         result = job.execute_in_process(instance=instance, run_config=LOGGERS, tags=run_tags, raise_on_error=False)
         for event in result.get_step_failure_events():
             listener.failed(root_cause(event.step_failure_data.error))
@@ -187,10 +236,20 @@ def plan(assets: list[dg.AssetsDefinition], first: date, last: date) -> list[Pla
     return sorted(planned, key=lambda p: (p.domain, p.product, p.key.to_user_string()))
 
 
-def summarize(instance: dg.DagsterInstance, keys: list[dg.AssetKey], mesh: MeshResource) -> list[AssetSummary]:
-    """Per asset: the partitions materialized (from the instance) and their rows (from the Delta table)."""
+def summarize(
+    instance: dg.DagsterInstance,
+    keys: list[dg.AssetKey],
+    mesh: MeshResource,
+    current: dict[dg.AssetKey, Published] | None = None,
+) -> list[AssetSummary]:
+    """Per asset: the partitions materialized (from the instance) and their rows (from the Delta table; for a
+    table left as it was because it was current, from its materializations, which recorded what it holds)."""
     out = []
     for key in sorted(keys, key=lambda k: k.to_user_string()):
+        if key in (current or {}):
+            rows = current[key].rows()  # type: ignore[index]
+            out.append(AssetSummary(key.to_user_string(), sorted(rows), rows))
+            continue
         records = instance.fetch_materializations(key, limit=10_000).records
         partitions = sorted({(r.asset_materialization.partition or "-") for r in records if r.asset_materialization})
         out.append(AssetSummary(key.to_user_string(), partitions, delta_rows(mesh, key, partitions)))

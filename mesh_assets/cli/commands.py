@@ -27,13 +27,17 @@ if TYPE_CHECKING:
 
 
 def cmd_setup(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.engine.jars import provision
+    """The jars the settings' engine and storage need (and the optional sets asked for), Spark's class-data
+    archive unless ``--no-archive``, and the Dagster instance."""
+    from mesh_assets.engine.jars import extras_for, provision
     from mesh_assets.engine.jvm import make_archive
 
-    jars = provision(get_settings().jars_path)
-    console.print(f"[green]{len(jars)} jars cached in {get_settings().jars_path}[/green]")
-    archive = make_archive(get_settings())
-    console.print(f"Spark's class-data archive: {archive or 'none (no java on the PATH)'}")
+    settings = get_settings()
+    jars = provision(settings.jars_path, {*extras_for(settings), *getattr(args, "jars", [])})
+    console.print(f"[green]{len(jars)} jars cached in {settings.jars_path}[/green]")
+    if getattr(args, "archive", True):
+        archive = make_archive(settings)
+        console.print(f"Spark's class-data archive: {archive or 'none (no java on the PATH)'}")
     with persistent_instance(getattr(args, "instance", None)) as instance:
         storage = type(instance.run_storage).__name__
         console.print(f"Dagster instance ready at {instance.root_directory} ({storage})")

@@ -40,8 +40,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
         progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
         try:
-            quick_session()
-            summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress)
+            summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress, quick_session)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)
@@ -50,8 +49,9 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
 
 
 def quick_session() -> None:
-    """Start the demo's session with quick compilation unless ``spark.jit`` is configured: its JVM lives a minute
-    over small data, where C2's compiling costs more than it saves (:mod:`mesh_assets.engine.jvm`)."""
+    """Start the demo's session, when it has Spark work, with quick compilation unless ``spark.jit`` is
+    configured: its JVM lives a minute over small data, where C2's compiling costs more than it saves
+    (:mod:`mesh_assets.engine.jvm`)."""
     from mesh_assets.engine.session import get_spark
 
     settings = get_settings()

@@ -14,6 +14,7 @@ from importlib import metadata
 from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
+from mesh_assets.engine.jars import EXTRAS
 
 EXAMPLES = {
     "setup": "mesh setup",
@@ -71,6 +72,21 @@ def parser() -> argparse.ArgumentParser:
         "--instance",
         choices=["sqlite", "postgres"],
         help="the Dagster instance's storage (default: the `instance` setting); postgres reads DAGSTER_PG_* variables",
+    )
+    setup.add_argument(
+        "--jars",
+        action="append",
+        choices=EXTRAS,
+        default=[],
+        help="also fetch this optional jar set (repeatable; default: only the sets the settings use, e.g. s3a "
+        "for an s3a:// warehouse)",
+    )
+    setup.add_argument(
+        "--archive",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="archive Spark's classes for later drivers' JVMs (minutes once, then 2-3 CPU-seconds saved per "
+        "driver: worth it for many drivers, as the test suite's; `make setup` and `make dev` skip it)",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
     demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")

@@ -3,8 +3,9 @@
 Spark resolving ``spark.jars.packages`` would reach the network on every new session; Mesh instead
 resolves the jars with Maven during ``make setup`` and passes the cached files as ``spark.jars``.
 Artefacts that PySpark already ships (Scala, Jackson, Parquet, Hadoop ...) are left out so that one
-version of each class is on the classpath. Optional sets (the pom's profiles, e.g. ``s3a``) are cached in a
-folder of their own and join the classpath only when settings use them, so a local run loads what it did before.
+version of each class is on the classpath. Optional sets (the pom's profiles, e.g. ``s3a``, whose AWS SDK bundle
+is 686 MB) are fetched only for settings that use them (:func:`extras_for`) or when asked for, each cached in a
+folder of its own, and join the classpath only when settings use them: the local default fetches only the core.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mesh_assets.settings import MeshSettings
 
 POM = Path(__file__).with_name("jars.pom.xml")
 EXTRAS = ("s3a",)
@@ -60,19 +66,33 @@ def _keep(jars: list[Path], dest: Path, drop: set[str]) -> set[str]:
     return kept
 
 
-def provision(dest: Path) -> list[Path]:
-    """Resolve the pom and its profiles with Maven into ``dest`` (idempotent: a complete cache is left as it is)."""
-    marker = dest / ".complete"
-    if marker.exists() and marker.read_text() == POM.read_text():
-        return [*cached(dest), *(j for extra in EXTRAS for j in cached_extra(dest, extra))]
-    marker.unlink(missing_ok=True)
+def extras_for(settings: MeshSettings) -> tuple[str, ...]:
+    """The optional sets ``settings`` need: ``s3a`` for an ``s3a://`` warehouse or a configured S3 endpoint."""
+    return ("s3a",) if settings.uses_s3a else ()
+
+
+def _current(folder: Path, pom: str) -> bool:
+    marker = folder / ".complete"
+    return marker.exists() and marker.read_text() == pom
+
+
+def provision(dest: Path, extras: Iterable[str] = ()) -> list[Path]:
+    """Resolve the pom's core set, and each of ``extras`` (its profiles), with Maven into ``dest``; a set already
+    cached from this pom is left as it is. Each set's folder is marked complete only once all of it is there."""
+    pom, extras = POM.read_text(), [e for e in EXTRAS if e in set(extras)]
     with tempfile.TemporaryDirectory() as tmp:
         shipped = pyspark_artifacts()
-        core = _keep(_resolve(Path(tmp) / "core"), dest, shipped)
-        for extra in EXTRAS:
-            _keep(_resolve(Path(tmp) / extra, extra), dest / extra, shipped | core)
-    marker.write_text(POM.read_text())
-    return [*cached(dest), *(j for extra in EXTRAS for j in cached_extra(dest, extra))]
+        if not _current(dest, pom):
+            (dest / ".complete").unlink(missing_ok=True)
+            _keep(_resolve(Path(tmp) / "core"), dest, shipped)
+            (dest / ".complete").write_text(pom)
+        core = {_artifact(j.name) for j in cached(dest)}
+        for extra in extras:
+            if not _current(dest / extra, pom):
+                (dest / extra / ".complete").unlink(missing_ok=True)
+                _keep(_resolve(Path(tmp) / extra, extra), dest / extra, shipped | core)
+                (dest / extra / ".complete").write_text(pom)
+    return [*cached(dest), *(j for extra in extras for j in cached_extra(dest, extra))]
 
 
 def cached(dest: Path) -> list[Path]:
@@ -86,6 +106,9 @@ def cached(dest: Path) -> list[Path]:
 def cached_extra(dest: Path, extra: str) -> list[Path]:
     """The cached jars of one optional set (a pom profile), or a clear error telling how to fetch them."""
     jars = sorted((dest / extra).glob("*.jar"))
-    if not (dest / ".complete").exists() or not jars:
-        raise JarsMissingError(f"the {extra} jars are not in {dest / extra}; run `make setup` (or `mesh setup`).")
+    if not (dest / extra / ".complete").exists() or not jars:
+        raise JarsMissingError(
+            f"the {extra} jars are not in {dest / extra}; run `mesh setup` with these settings "
+            f"(or `mesh setup --jars {extra}`)."
+        )
     return jars

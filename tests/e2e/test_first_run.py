@@ -62,7 +62,10 @@ def newcomer_env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     home = tmp_path_factory.mktemp("newcomer") / ".mesh"
-    env = newcomer_env(home)
+    return make_demo(home, newcomer_env(home))
+
+
+def make_demo(home: Path, env: dict[str, str]) -> DemoRun:
     made = subprocess.run(
         [
             "make",
@@ -192,3 +195,26 @@ def test_the_readme_adds_a_domain_as_typed(tmp_path: Path):
         for e in yaml.safe_load((checkout / "workspace.yaml").read_text())["load_from"]
     ]
     assert served[-1] == "payments" and len(served) == 6
+
+
+@pytest.fixture(scope="module")
+def second_demo(demo: DemoRun) -> tuple[DemoRun, str]:
+    """``make demo`` again with nothing changed, and the log it left (the first run's is replaced)."""
+    again = make_demo(demo.home, demo.env)
+    return again, (demo.home / "logs" / "demo.log").read_text()
+
+
+def summary(run: DemoRun) -> list[str]:
+    return run.lines[next(i for i, line in enumerate(run.lines) if line.startswith("Published by the demo")) :]
+
+
+def test_a_second_demo_with_nothing_changed_recomputes_nothing_and_prints_the_same_summary(
+    demo: DemoRun, second_demo: tuple[DemoRun, str]
+):
+    """Last in this file: it replaces the first run's log, which the tests above read."""
+    again, log = second_demo
+    assert again.returncode == 0, again.output
+    assert summary(again) == summary(demo)
+    assert f"example data for 2021-06-01 .. 2021-06-{DAYS:02d} already landed" in again.output
+    assert "RUN_START" not in log, "no Dagster run was launched"
+    assert "Setting default log level" not in log, "no Spark session was started"

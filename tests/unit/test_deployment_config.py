@@ -28,6 +28,7 @@ def jars(tmp_path: Path) -> Path:
     for name in ("hadoop-aws-3.5.0.jar", "bundle-2.35.4.jar"):
         (cache / "s3a" / name).touch()
     (cache / ".complete").write_text("pom")
+    (cache / "s3a" / ".complete").write_text("pom")
     return cache
 
 

@@ -81,7 +81,7 @@ def test_the_drivers_options_keep_mesh_logging_and_add_the_jvm_options(tmp_path:
 @pytest.mark.slow
 def test_a_session_mesh_starts_maps_sparks_classes_from_the_archive_setup_made(tmp_path: Path) -> None:
     archive = archive_path(get_settings().jars_path)
-    assert archive is not None and archive.exists(), "make setup (mesh setup) makes the archive"
+    assert archive is not None and archive.exists(), "make test (mesh setup) makes the archive"
     loaded = tmp_path / "classes.log"
     code = "from mesh_assets import get_spark; assert get_spark().range(3).count() == 3"
     env = {
