@@ -37,10 +37,11 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         instance = stack.enter_context(instance_for())
         print_stripped(console, f"Dagster instance: {shown(Path(instance.root_directory))}")
         print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
-        progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
+        progress = DemoProgress(console, live=not args.verbose)
         try:
-            quick_session()
-            summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
+            with progress:  # stopped before the summary, which then follows the bars rather than printing above
+                quick_session()
+                summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)
