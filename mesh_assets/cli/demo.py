@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from mesh_assets.cli.capture import output_to
+from mesh_assets.cli.capture import output_to, warnings_to_stderr
 from mesh_assets.settings import Jit, get_settings
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
 
     log = get_settings().home / "logs" / "demo.log"
     with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings_to_stderr())
         if not args.verbose:
             console = Console(file=stack.enter_context(output_to(log)))
         instance = stack.enter_context(instance_for())

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from mesh_assets.cli import change, commands, trust
+from mesh_assets.cli.capture import warnings_to_log
 from mesh_assets.cli.lineage import add_lineage_parser
 
 console = Console()
@@ -121,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
-    return int(handler(args, console) or 0)
+    with warnings_to_log():
+        return int(handler(args, console) or 0)
 
 
 if __name__ == "__main__":

@@ -60,10 +60,12 @@ def cmd_stale(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
     """The invalidation is checked here first (a refusal creates no run), then recorded by the domain's
-    ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert."""
+    ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert. Dagster's
+    log of that run goes to ``<home>/logs/invalidate.log``; the screen shows what was marked."""
     from mesh_assets.backfill import BackfillError, parse_asset_key
     from mesh_assets.backfill.invalidate import invalidation
     from mesh_assets.backfill.plan import LAUNCHED_BY_TAG
+    from mesh_assets.cli.capture import output_to
     from mesh_assets.cli.commands import persistent_instance
     from mesh_assets.definitions import INVALIDATE_OP, invalidate_job_name, mesh_definitions
 
@@ -79,12 +81,13 @@ def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
         domain, op = key.path[0], f"{key.path[0]}__{INVALIDATE_OP}"
         config = {"table": key.to_user_string(), "reason": args.reason}
         config |= {k: v for k, v in (("start", args.start), ("end", args.end)) if v is not None}
-        result = defs.resolve_job_def(invalidate_job_name(domain)).execute_in_process(
-            run_config={"ops": {op: {"config": config}}},
-            instance=instance,
-            tags={LAUNCHED_BY_TAG: "mesh invalidate"},
-            raise_on_error=False,
-        )
+        with output_to(get_settings().home / "logs" / "invalidate.log"):  # Dagster's own records of the run
+            result = defs.resolve_job_def(invalidate_job_name(domain)).execute_in_process(
+                run_config={"ops": {op: {"config": config}}},
+                instance=instance,
+                tags={LAUNCHED_BY_TAG: "mesh invalidate"},
+                raise_on_error=False,
+            )
         if not result.success:
             [failure] = result.get_step_failure_events()
             console.print(f"[red]error[/red] {failure.step_failure_data.error.message.strip()}", highlight=False)
