@@ -28,8 +28,15 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.storage.resource import MeshResource
     from mesh_examples.progress import DemoProgress
-    from mesh_examples.run import DEMO_START, run_demo
+    from mesh_examples.run import DEMO_START, HISTORY_DAYS, run_demo
 
+    if not 1 <= args.days <= HISTORY_DAYS:
+        console.print(
+            f"[red]error[/red] --days {args.days}: the example's history is June 2021, "
+            f"from 1 to {HISTORY_DAYS} days; nothing landed",
+            highlight=False,
+        )
+        return 2
     log = get_settings().home / "logs" / "demo.log"
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings_to_stderr())

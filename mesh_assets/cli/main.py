@@ -58,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
         help="the Dagster instance's storage (default: the `instance` setting); postgres reads DAGSTER_PG_* variables",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
-    demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")
+    demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01 (1-30)")
     demo.add_argument(
         "--verbose", action="store_true", help="print dbt's, Spark's and Dagster's own logs instead of progress"
     )
