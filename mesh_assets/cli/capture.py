@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from mesh_assets.settings import get_settings
-
 WARNINGS_LOG = "mesh.log"
 """Under ``<home>/logs``: the Python warnings of every command but the demo (whose log takes everything)."""
 
@@ -48,6 +46,8 @@ def _warnings_shown_by(write: Callable[[str], object]) -> Iterator[None]:
 
 
 def _append_to_log(text: str) -> None:
+    from mesh_assets.settings import get_settings  # only once a warning is raised: `mesh --help` stays quick
+
     log = get_settings().home / "logs" / WARNINGS_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as file:
