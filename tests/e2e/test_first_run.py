@@ -140,6 +140,7 @@ def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
     assert typed.returncode == 0, typed.stdout
     assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
     assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
+    assert "Warning:" not in typed.stdout, typed.stdout  # a library's (Dagster's BetaWarning) is in mesh.log
 
 
 def test_a_terminal_shows_the_progress_and_the_summary_and_the_log_file_the_rest(demo: DemoRun):
