@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.common import ROOT, Result, machine
 
 SUITE = [
+    "cli_startup",
     "definitions_load",
     "graph_scale",
     "partition_overhead",

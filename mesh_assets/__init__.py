@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mesh_assets.model.windows import Window, all_partitions, last, previous, same
     from mesh_assets.run.context import ProductContext
     from mesh_assets.settings import MeshSettings, get_settings
+    from mesh_assets.storage.pyspark import MeshPySparkResource
     from mesh_assets.storage.resource import MeshResource, get_spark
 
 _PUBLIC = {
@@ -46,6 +47,7 @@ _PUBLIC = {
     "Freshness": "mesh_assets.model.checks",
     "Grain": "mesh_assets.model.grain",
     "Input": "mesh_assets.model.product",
+    "MeshPySparkResource": "mesh_assets.storage.pyspark",
     "MeshResource": "mesh_assets.storage.resource",
     "MeshSettings": "mesh_assets.settings",
     "NotNull": "mesh_assets.model.checks",
@@ -85,6 +87,7 @@ __all__ = [
     "Freshness",
     "Grain",
     "Input",
+    "MeshPySparkResource",
     "MeshResource",
     "MeshSettings",
     "NotNull",

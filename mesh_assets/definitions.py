@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -21,14 +21,15 @@ import dagster as dg
 from mesh_assets.alerts.sensor import build_failure_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
+from mesh_assets.assets.plain import plain_definitions, pyspark_resources, written_by_plain_assets
 from mesh_assets.assets.specs import RESOURCE_KEY, external_spec, upstream_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.sensors import domain_sensors
 from mesh_assets.checks.external import build_external_checks
 from mesh_assets.collector import collector_paused
-from mesh_assets.compat import AssetGraph
+from mesh_assets.dbt.catalog import tool_tables
 from mesh_assets.graph.defaults import domains_defaults
-from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs, load_all
+from mesh_assets.graph.discovery import DEFS_FOLDER, DomainSpecs
 from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain, load_own_domains
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
@@ -45,21 +46,6 @@ spreads each step over every core, and a process per step would load the code lo
 a Spark driver once per step. A job that wants step processes sets ``executor_def`` itself."""
 
 
-def tool_tables(domains_dir: Path) -> list[Table]:
-    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
-    domains of ``domains_dir`` give them the defaults their config leaves out."""
-    from mesh_assets.dbt.catalog import dbt_tables
-    from mesh_assets.dbt.project import manifest_path
-
-    manifest = manifest_path()
-    if not manifest.exists():  # before the domains' defaults are read for it
-        return []
-    try:
-        return dbt_tables(manifest, defaults=domains_defaults(domains_dir))
-    except FileNotFoundError:
-        return []
-
-
 INVALIDATE_OP = "mark_invalid"
 
 
@@ -67,35 +53,38 @@ def invalidate_job_name(domain: str) -> str:
     return f"{domain}__invalidate"
 
 
-def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph], alerts: AlertSettings) -> dg.JobDefinition:
+def build_invalidate_job(
+    domain: str, tables: MeshGraph, alerts: AlertSettings, plain: list[dg.AssetSpec] | None = None
+) -> dg.JobDefinition:
     """``mesh invalidate`` and the UI's way to it: ``<domain>__invalidate`` invalidates a table of the domain
     (config: table, start, end, reason) and returns what it marked and the alerts it could not send.
-    ``mesh_graph`` loads every domain's assets when it runs: suspects may be anywhere. The backfill package is
-    imported by the run, not when the location loads."""
+    Suspects may be anywhere: the run walks ``tables`` (the whole mesh as this location resolved it, the other
+    domains from the catalog) and the instance, and executes no other domain's code; ``plain``, the location's
+    plain Dagster assets, add what they read. The backfill package is imported by the run, not when the location
+    loads."""
     optional = {"start": dg.Field(str, is_required=False), "end": dg.Field(str, is_required=False)}
 
     @dg.op(name=f"{domain}__{INVALIDATE_OP}", config_schema={"table": str, "reason": str, **optional})
     def _invalidate(context):  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.assets.catalog import CatalogMesh
         from mesh_assets.backfill import BackfillError, parse_asset_key
         from mesh_assets.backfill.invalidate import failed_checks, invalidation, notify
 
         config = context.op_config
         table = config["table"] if "/" in config["table"] or "." in config["table"] else f"{domain}/{config['table']}"
-        graph = mesh_graph()
+        mesh = CatalogMesh.of(tables, plain or ())
         try:
-            key = parse_asset_key(table, graph)
+            key = parse_asset_key(table, mesh.graph)
             if key.path[0] != domain:
                 raise BackfillError(f"{key.to_user_string()} is not a table of {domain}")
-            marked = invalidation(
-                context.instance, graph, key, config.get("start"), config.get("end"), config["reason"]
-            )
+            marked = invalidation(context.instance, mesh, key, config.get("start"), config.get("end"), config["reason"])
         except BackfillError as exc:
             raise dg.Failure(str(exc)) from None
         for m in marked:
             for evaluation in failed_checks(context.instance, m, f"run {context.run_id}") if m.held else ():
                 context.log_event(evaluation)
             context.log.info(m.describe())
-        problems = notify(graph, marked, alerts, context.run_id)
+        problems = notify(mesh, marked, alerts, context.run_id)
         for problem in problems:
             context.log.warning(problem)
         return marked, problems
@@ -112,8 +101,10 @@ def build_invalidate_job(domain: str, mesh_graph: Callable[[], AssetGraph], aler
 
 
 def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitions:
-    """One product's assets (its outputs and its external tables' specs) and its external tables' checks."""
+    """One product's assets (its outputs and its external tables' specs) and its external tables' checks; an
+    external table a plain asset of the domain writes is that asset's (:mod:`~mesh_assets.assets.plain`)."""
     nodes, external = graph.by_product.get((product.domain, product.name), ([], []))
+    external = [t for t in external if t.key not in _PLAIN_KEYS.get()]
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
         build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
     ]
@@ -123,6 +114,8 @@ def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitio
 
 
 _RESOLVING: ContextVar[MeshGraph | None] = ContextVar("mesh_resolving", default=None)
+_PLAIN_KEYS: ContextVar[frozenset[dg.AssetKey]] = ContextVar("mesh_plain_keys", default=frozenset())
+"""The keys the plain assets of the domain being built define: its products' components build under it too."""
 
 
 def _from_component(product: DataProduct) -> bool:
@@ -176,8 +169,11 @@ def _dbt_models(domain: str, defaults: dict[str, DomainDefaults]) -> list[dg.Ass
     when the manifest is not prepared). dagster-dbt, whose import costs seconds, is imported only by the
     locations of domains that own models."""
     from mesh_assets.dbt.nodes import models_of
-    from mesh_assets.dbt.project import load_manifest
+    from mesh_assets.dbt.project import load_manifest, project_dir
+    from mesh_assets.dbt.set_aside import parse_errors
 
+    if errors := [error for _, error in parse_errors(project_dir(), {domain})]:
+        raise SpecValidationError(errors)  # its model files dbt could not parse: the other domains load theirs
     try:
         if not models_of(load_manifest(), domain):
             return []
@@ -199,28 +195,37 @@ def _dbt_resources(models: list[dg.AssetsDefinition]) -> dict[str, object]:
 
 def _domain_definitions(
     graph: MeshGraph,
-    domain: str,
-    folder: Path,
+    specs: DomainSpecs,
     dbt: list[dg.AssetsDefinition],
-    mesh_graph: Callable[[], AssetGraph],
+    plain: list[dg.AssetsDefinition],
+    checks: list[dg.AssetChecksDefinition],
     settings: MeshSettings,
 ) -> dg.Definitions:
     """One domain's assets, checks and sensors, from the resolved graph; the products declared as components
-    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt."""
-    parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
-    if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
-        parts.append(_component_definitions(graph, folder))
-    tool_keys = [k for models in dbt for k in models.keys]
-    parts.append(dg.Definitions(assets=dbt))
-    nodes = graph.nodes_of(domain)
+    are built by their components, the domain's dbt models (``dbt``) by dagster-dbt, and the plain Dagster
+    assets and checks its Python files define (``plain``, ``checks``) join them."""
+    domain, folder = specs.domain, specs.folder
     external = graph.external_of(domain)
-    sensors = domain_sensors(domain, nodes, external, settings.automation, tool_keys, settings.alerts)
+    observed = [t for t in external if t not in written_by_plain_assets(external, plain)]
+    token = _PLAIN_KEYS.set(frozenset(k for a in plain for k in a.keys))
+    try:
+        parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
+        if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
+            parts.append(_component_definitions(graph, folder))
+    finally:
+        _PLAIN_KEYS.reset(token)
+    tool_keys = [k for models in dbt for k in models.keys]
+    parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=checks))
+    nodes = graph.nodes_of(domain)
+    plain_keys = [k for a in plain for k in a.keys]
+    sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
     readers = {t.key: graph.readers(t.domain, t.name) for t in built}
     if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
         sensors.append(alerts)
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
-    jobs += [build_invalidate_job(domain, mesh_graph, settings.alerts)] if nodes else []
+    plain_specs = [spec for a in plain for spec in a.specs]
+    jobs += [build_invalidate_job(domain, graph, settings.alerts, plain_specs)] if nodes else []
     return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
 
 
@@ -258,11 +263,13 @@ def build_definitions(
     *,
     dbt: bool = False,
     judged: dict[str, list[SpecError]] | None = None,
+    resources: Mapping[str, object] | None = None,
 ) -> dg.Definitions:
     """Validate, resolve, then build the definitions of ``only`` (default: every domain).
 
     With ``dbt``, each domain's dbt models join its definitions, and its automation and failure sensors.
     ``settings`` default to the process's, read here, at the root, and passed to every part that needs them.
+    ``resources`` are the domain's own, for its plain Dagster assets (Mesh's ``mesh`` and ``dbt`` stay Mesh's).
     ``judged`` are domains' own errors already found for their current content.
     """
     settings = settings or get_settings()
@@ -272,42 +279,43 @@ def build_definitions(
     graph = _resolved(domains, only, extra, judged)
     _room_for_dagsters_recursion(graph.longest_chain())
 
-    def whole_mesh() -> AssetGraph:
-        """Every domain's assets and the dbt models, whatever this location serves: where an invalidation looks
-        for the partitions that read the invalid ones."""
-        everything = load_all(domains_dir)
-        return build_definitions(everything, settings=settings, dbt=dbt).resolve_asset_graph()
-
     chosen = [name for name in domains if only is None or name in only]
     defaults = domains_defaults(domains_dir) if dbt else {}
     models = {name: _dbt_models(name, defaults) if dbt else [] for name in chosen}
+    plain = {name: plain_definitions(domains[name].modules) for name in chosen}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         chosen = [name for name in domains if only is None or name in only]
-        parts = [
-            _domain_definitions(graph, name, domains[name].folder, models[name], whole_mesh, settings)
-            for name in chosen
-        ]
+        parts = [_domain_definitions(graph, domains[name], models[name], *plain[name], settings) for name in chosen]
     built = [m for ms in models.values() for m in ms]
-    elsewhere = _defined_elsewhere(graph, chosen, {k for m in built for k in m.keys})
-    resources = {RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
+    own = [a for assets, _ in plain.values() for a in assets]
+    elsewhere = _defined_elsewhere(graph, chosen, {k for m in [*built, *own] for k in m.keys}, own)
+    resources = {**pyspark_resources(own), **(resources or {}), RESOURCE_KEY: MeshResource(), **_dbt_resources(built)}
     return dg.Definitions.merge(*parts, dg.Definitions(assets=elsewhere, resources=resources, executor=RUN_EXECUTOR))
 
 
-def _defined_elsewhere(graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey]) -> list[dg.AssetSpec]:
-    """The tables the ``chosen`` domains' outputs read that other code locations define (another domain's, or a
-    dbt model not built here), with their partitions: each domain's automation is evaluated against its own
-    location's graph."""
+def _defined_elsewhere(
+    graph: MeshGraph, chosen: list[str], tool_keys: set[dg.AssetKey], plain: list[dg.AssetsDefinition]
+) -> list[dg.AssetSpec]:
+    """The tables the ``chosen`` domains' outputs and ``plain`` assets read that other code locations define
+    (another domain's, or a dbt model not built here), with their partitions: each domain's automation is
+    evaluated against its own location's graph."""
     built = {t.key for t in graph.tables.values() if t.domain in chosen and t.kind is not TableKind.DBT} | tool_keys
     read = {r.table.key: r.table for name in chosen for n in graph.nodes_of(name) for r in n.reads}
+    for key in {k for a in plain for k in a.dependency_keys if len(k.path) == 2}:
+        if (table := graph.get(*key.path)) is not None:
+            read.setdefault(key, table)
     return [upstream_spec(table) for key, table in sorted(read.items()) if key not in built]
 
 
 @collector_paused()
-def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
+def domain_definitions(
+    definitions_file: str | Path, *, resources: Mapping[str, object] | None = None
+) -> dg.Definitions:
     """The code location of the domain whose ``definitions.py`` is ``definitions_file``: its products, its dbt
-    models, its sensors and jobs.
+    models, its plain Dagster assets, its sensors and jobs; ``resources``: those its plain assets need besides
+    Mesh's (``pyspark`` and ``lazy_pyspark`` are Mesh's session unless given here).
 
     Only this domain's files run here; the other domains are known from the catalog, whose missing entries
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
@@ -327,6 +335,7 @@ def domain_definitions(definitions_file: str | Path) -> dg.Definitions:
         settings=settings,
         dbt=True,
         judged={folder.name: own.errors},
+        resources=resources,
     )
 
 

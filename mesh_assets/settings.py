@@ -40,7 +40,13 @@ class Jit(StrEnum):
     loops."""
 
 
-class SparkSettings(BaseModel):
+class Section(BaseModel):
+    """A part of ``mesh.yaml``: a key Mesh does not know is refused by name, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SparkSettings(Section):
     """How Mesh reaches Spark. ``master`` may be ``local[*]``, ``spark://host:7077`` or ``sc://host:15002``."""
 
     master: str = "local[*]"
@@ -71,11 +77,9 @@ class Launcher(StrEnum):
     """A job run of an EMR Serverless application (dagster-aws), Pipes context and messages on S3."""
 
 
-class EmrServerlessSettings(BaseModel):
+class EmrServerlessSettings(Section):
     """The EMR Serverless application runs are launched on; no secrets (AWS credentials come from the
     environment or the instance's role)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     application_id: str | None = None
     execution_role_arn: str | None = None
@@ -88,11 +92,9 @@ class EmrServerlessSettings(BaseModel):
     (docs/deployment.md)."""
 
 
-class EngineSettings(BaseModel):
+class EngineSettings(Section):
     """Where products run (``mode``, overridable per product by its ``engine`` field) and how ``submit`` runs
     are launched."""
-
-    model_config = ConfigDict(extra="forbid")
 
     mode: EngineMode = EngineMode.SESSION
     launcher: Launcher = Launcher.SPARK_SUBMIT
@@ -113,32 +115,46 @@ class EngineSettings(BaseModel):
 UndeclaredReads = Literal["warn", "error"]
 
 
-class DomainLineageSettings(BaseModel):
+class DomainLineageSettings(Section):
     """One domain's lineage rules, over the mesh-wide ones."""
-
-    model_config = ConfigDict(extra="forbid")
 
     undeclared_reads: UndeclaredReads | None = None
 
 
-class LineageSettings(BaseModel):
+class LineageSettings(Section):
     """Where OpenLineage events go; unset, the OpenLineage client's own configuration (``OPENLINEAGE_URL``,
     ``openlineage.yml``) decides, and without one the file transport is used."""
 
     transport: Literal["file", "http", "console", "none"] | None = None
     url: str | None = None
+    timeout_seconds: float = Field(default=2.0, gt=0)
+    """How long one event may wait for the lineage server: one attempt, no retry; an event it does not take
+    is kept under ``<home>/lineage/undelivered/`` and delivered later."""
     namespace_prefix: str = ""
+    """Put before the namespaces Mesh names in its events (each job's, ``<domain>``; the Dagster parent job's,
+    ``dagster``; the ``<domain>.<table>`` symlinks', ``mesh``), so that two deployments sharing one lineage
+    server stay apart: ``prod.`` gives ``prod.food_delivery``. Datasets keep the namespace of their location
+    (``file``, ``s3a://bucket``), as the OpenLineage naming spec and every other producer name them."""
     undeclared_reads: UndeclaredReads = "warn"
     """A run that reads a table it does not declare (seen in Spark's plan): ``warn`` in its log, or ``error``:
     the run fails and publishes nothing. Per domain: ``domains: {<domain>: {undeclared_reads: error}}``."""
     domains: dict[str, DomainLineageSettings] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _prefix_ends_with_a_separator(self) -> Self:
+        if self.namespace_prefix and self.namespace_prefix[-1] not in "._-/:":
+            raise ValueError(
+                f"lineage.namespace_prefix {self.namespace_prefix!r} must end with one of . _ - / : "
+                f"(e.g. {self.namespace_prefix + '.'!r}, giving {self.namespace_prefix + '.food_delivery'!r})"
+            )
+        return self
 
     def undeclared_reads_for(self, domain: str) -> UndeclaredReads:
         own = self.domains.get(domain)
         return own.undeclared_reads if own and own.undeclared_reads else self.undeclared_reads
 
 
-class AlertSettings(BaseModel):
+class AlertSettings(Section):
     """Where owners hear about failures. Webhook URLs are secrets: they come from the environment only,
     one variable per domain (``MESH_ALERT_WEBHOOK_<DOMAIN>``, e.g. ``MESH_ALERT_WEBHOOK_FOOD_DELIVERY``)."""
 
@@ -147,7 +163,7 @@ class AlertSettings(BaseModel):
     timeout_seconds: float = 5.0
 
 
-class DagsterSettings(BaseModel):
+class DagsterSettings(Section):
     """The Dagster webserver Mesh talks to: ``mesh backfill`` and ``mesh rebuild`` launch and follow backfills
     through its GraphQL API, as the UI does (``make dev`` serves it on this address)."""
 
@@ -155,7 +171,7 @@ class DagsterSettings(BaseModel):
     timeout_seconds: float = Field(default=30.0, gt=0)
 
 
-class AutomationSettings(BaseModel):
+class AutomationSettings(Section):
     """Data-dependency-driven runs: each domain's automation sensor and external-table observer."""
 
     enabled: bool = True
@@ -167,15 +183,13 @@ class AutomationSettings(BaseModel):
     ``run_queue.tag_concurrency_limits`` (each table already has its own pool)."""
 
 
-class S3Settings(BaseModel):
+class S3Settings(Section):
     """S3-compatible object storage for ``s3a://`` warehouses (AWS S3, MinIO, Ceph ...).
 
     Credentials are secrets: Mesh passes ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
     ``AWS_SESSION_TOKEN``) from the environment only; without them Hadoop's default AWS chain applies (instance
     profiles, web identity ...). Unknown fields are refused, so a key pasted into ``mesh.yaml`` fails loudly.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     endpoint: str | None = None
     """``http(s)://host:port`` of an S3-compatible service; unset for AWS S3 itself."""
@@ -184,13 +198,11 @@ class S3Settings(BaseModel):
     """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
 
 
-class ComputeLogSettings(BaseModel):
+class ComputeLogSettings(Section):
     """Where runs' stdout and stderr are kept (a launched application's driver output among them): Dagster's
     files under ``dagster_home``, or, with a ``bucket``, S3 through dagster-aws's ``S3ComputeLogManager``, so the UI
     shows them whichever machine ran the step. ``mesh setup`` writes it into the instance; the endpoint and
     region are the ``s3`` settings', credentials the environment's."""
-
-    model_config = ConfigDict(extra="forbid")
 
     bucket: str | None = None
     prefix: str = "dagster/compute-logs"
@@ -213,7 +225,6 @@ class MeshSettings(BaseSettings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     automation: AutomationSettings = Field(default_factory=AutomationSettings)
-    partition_start: str = "2021-01-01"
     instance: Literal["sqlite", "postgres"] = "sqlite"
     """The Dagster instance ``mesh setup`` writes: SQLite files under ``dagster_home``, or Postgres (dagster-postgres)
     reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and

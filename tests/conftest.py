@@ -36,6 +36,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (files[path := item.nodeid.split("::", 1)[0]], order[path]))
 
 
+LEFT_IN_THE_CHECKOUT = ("spark-warehouse", "metastore_db", "derby.log")
+"""What a Spark driver started in the checkout without Mesh's configuration writes into its working directory
+(the default warehouse, Hive's metastore and its log): every driver of the suite writes under its home."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_stays_clean() -> Iterator[None]:
+    """The suite writes nothing into the checkout: a test that leaves a Spark warehouse there fails the session."""
+    before = {name for name in LEFT_IN_THE_CHECKOUT if (ROOT / name).exists()}
+    yield
+    left = sorted(name for name in LEFT_IN_THE_CHECKOUT if (ROOT / name).exists() and name not in before)
+    assert not left, f"the tests wrote {left} into the checkout {ROOT}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def mesh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every test writes under a throwaway MESH_HOME; jars still come from the checkout's cache."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import openlineage_spec
-from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
+from openlineage.client.facet_v2 import test_run
 
 from mesh_assets.lineage.events import MeshPartitionsRunFacet, MeshUndeclaredReadsRunFacet, RunDescription
 
@@ -42,7 +42,11 @@ def sql_run() -> RunDescription:
     d.reads = [f"{WH}/food_delivery/orders", f"{WH}/food_delivery/menus", f"{WH}/central/prices"]
     d.undeclared, d.undeclared_names = [f"{WH}/central/prices"], ["central.prices"]
     d.schema, d.rows = [("order_id", "bigint"), ("p_date", "date")], 42
-    d.assertions = [dq.Assertion(assertion="not_null", success=True, column="order_id", name="not_null_order_id")]
+    d.tests = [
+        test_run.TestExecution(
+            name="not_null_order_id", status="pass", type="not_null", severity="error", params={"column": "order_id"}
+        )
+    ]
     d.window = (datetime(2021, 6, 4, tzinfo=UTC), datetime(2021, 6, 6, tzinfo=UTC))
     d.version, d.owner, d.null_counts = 7, "food-analytics@example.com", {"order_id": 0}
     d.source = ("sql", "SELECT 1")

@@ -3,7 +3,8 @@
 The client ships no spec JSON files: it ships classes generated from them (``openlineage.client.generated``),
 one per ``$defs`` entry, with the spec's required fields, types and format checks (date-time, uuid, uri).
 A JSON Schema is derived from those classes (required = no default), every facet is checked against the
-class its own ``_schemaURL`` names, and then rebuilt through the class, which runs the client's validators.
+class its own ``_schemaURL`` names, in a place the spec allows for it (a run, job, dataset, input or output
+facet), and then rebuilt through the class, which runs the client's validators.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import attr
 import jsonschema
 from openlineage.client import generated
+from openlineage.client.generated import base
 from openlineage.client.generated.base import RunEvent
 
 
@@ -104,11 +106,25 @@ def facet_class(facet: dict[str, Any], extra: dict[str, type]) -> type:
     return {**CLASSES, **extra}[name]
 
 
-def _facets(event: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [*event["run"].get("facets", {}).values(), *event["job"].get("facets", {}).values()]
-    for ds in [*event.get("inputs", []), *event.get("outputs", [])]:
-        found += [*ds.get("facets", {}).values(), *ds.get("inputFacets", {}).values()]
-        found += ds.get("outputFacets", {}).values()
+PLACES = {
+    "run.facets": base.RunFacet,
+    "job.facets": base.JobFacet,
+    "facets": base.DatasetFacet,
+    "inputFacets": base.InputDatasetFacet,
+    "outputFacets": base.OutputDatasetFacet,
+}
+"""Where the spec lets a facet go, by the base class its definition extends (an input facet is not a
+dataset facet: ``dataQualityAssertions`` belongs in an input's ``inputFacets``, not in an output's)."""
+
+
+def _facets(event: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every facet of ``event`` as (where it is, the place kind of :data:`PLACES`, the facet)."""
+    found = [(f"run.facets.{k}", "run.facets", f) for k, f in event["run"].get("facets", {}).items()]
+    found += [(f"job.facets.{k}", "job.facets", f) for k, f in event["job"].get("facets", {}).items()]
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(event.get(side, [])):
+            for place in ("facets", "inputFacets", "outputFacets"):
+                found += [(f"{side}[{i}].{place}.{k}", place, f) for k, f in ds.get(place, {}).items()]
     return found
 
 
@@ -117,8 +133,13 @@ def validate(event: dict[str, Any], extra: dict[str, type] | None = None) -> Non
     extra = extra or {}
     jsonschema.validate(event, class_schema(RunEvent))
     assert event["schemaURL"].endswith("#/$defs/RunEvent")
-    for facet in _facets(event):
+    for where, place, facet in _facets(event):
         cls = facet_class(facet, extra)
+        if not issubclass(cls, PLACES[place]):
+            raise jsonschema.ValidationError(
+                f"{where}: {cls.__name__} extends {cls.__mro__[1].__name__}, which the spec does not allow in "
+                f"{place} (only a {PLACES[place].__name__})"
+            )
         jsonschema.validate(facet, class_schema(cls))
         _rebuild(cls, facet)
     _rebuild(

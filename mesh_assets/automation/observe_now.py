@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from mesh_assets.automation.observer import OBSERVER_SUFFIX
+from mesh_assets.model.names import OBSERVER_SUFFIX
 from mesh_assets.storage.resource import MeshResource
 
 RESOURCE_KEY = "mesh"

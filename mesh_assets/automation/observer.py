@@ -51,6 +51,7 @@ from mesh_assets.checks.external import build_checks_job, checks_run_config
 from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.grain import region_key
+from mesh_assets.model.names import observer_name
 from mesh_assets.run.record import data_version
 from mesh_assets.settings import AlertSettings, AutomationSettings, S3Settings
 from mesh_assets.storage.resource import MeshResource
@@ -63,11 +64,6 @@ LOCAL = LogFiles(S3Settings())
 """Log files on the local disk (or in the default AWS S3 configuration)."""
 
 NO_REPORTS = NoReports()
-OBSERVER_SUFFIX = "__observe_external_tables"
-
-
-def observer_name(domain: str) -> str:
-    return f"{domain}{OBSERVER_SUFFIX}"
 
 
 @dataclass

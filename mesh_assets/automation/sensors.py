@@ -55,10 +55,12 @@ def domain_sensors(
     settings: AutomationSettings,
     tool_keys: Iterable[dg.AssetKey],
     alerts: AlertSettings,
+    plain: Iterable[dg.AssetKey] = (),
 ) -> list[dg.SensorDefinition]:
     """The domain's sensors over its outputs ``nodes`` and its ``external`` tables; ``tool_keys`` are the
-    domain's assets built by other tools (dbt models) beside it."""
-    outputs = [n.table.key for n in nodes]
+    domain's assets built by other tools (dbt models) beside it, ``plain`` its plain Dagster assets, which its
+    automation sensor evaluates with its outputs."""
+    outputs = [*(n.table.key for n in nodes), *plain]
     sensors: list[dg.SensorDefinition] = [*automation_sensors(domain, outputs, settings)] if outputs else []
     if models := list(tool_keys):
         # The daemon evaluates the dbt models' automation against the whole workspace: their gate on the blocking

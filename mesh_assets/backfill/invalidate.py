@@ -12,6 +12,10 @@ recomputes them). A dbt model is refused as the root, and reached downstream it 
 its own readers are marked, and it is re-run after the fix. The marks are recorded by a run (the
 ``<domain>__invalidate`` job, which ``mesh invalidate`` executes in its own process): Dagster keeps one
 run-less result per check and partition, so a partition could otherwise be invalidated only once.
+
+The mesh is walked as the catalog describes it (:class:`~mesh_assets.assets.catalog.CatalogMesh`): the run
+executes no other domain's product code, so a domain whose files fail or hang cannot fail another's
+invalidation.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from dataclasses import dataclass
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
+from mesh_assets.assets.catalog import CatalogMesh
 from mesh_assets.backfill.plan import BackfillError, downstream_partitions, parse_asset_key, partition_bounds
 from mesh_assets.checks.results import target_of
 from mesh_assets.compat import AssetGraph, PartitionsSubset
+from mesh_assets.graph.resolve import TableKind
 from mesh_assets.model.checks import VALID
 from mesh_assets.settings import AlertSettings
 
@@ -90,8 +96,9 @@ def failed_checks(instance: dg.DagsterInstance, marked: Marked, by: str) -> Iter
         )
 
 
-def _has_valid_check(graph: AssetGraph, key: dg.AssetKey) -> bool:
-    return dg.AssetCheckKey(key, VALID) in graph.get(key).check_keys
+def _has_valid_check(mesh: CatalogMesh, key: dg.AssetKey) -> bool:
+    table = mesh.table(key)
+    return table is not None and table.kind is TableKind.PRODUCT and any(c.check_name == VALID for c in table.checks)
 
 
 def _suspects(
@@ -119,18 +126,17 @@ def _suspects(
             reached[child] = mapped if previous is None or mapped is None else previous | mapped
 
 
-def _alert(graph: AssetGraph, marked: Marked, root: Marked, run_id: str | None, settings: AlertSettings) -> Alert:
-    """The owners of ``marked``'s table (from its asset's owners, tags and contacts) told what was marked."""
-    node = graph.get(marked.key)
-    contacts = node.metadata.get("contacts")
-    chats = [c["value"] for c in (contacts.value if contacts is not None else []) if c.get("kind") == "chat"]
+def _alert(mesh: CatalogMesh, marked: Marked, root: Marked, run_id: str | None, settings: AlertSettings) -> Alert:
+    """The owners of ``marked``'s table (its product's owner and contacts, from the catalog) told what was marked."""
+    table = mesh.table(marked.key)
+    chats = [c.value for c in (table.contacts if table is not None else ()) if c.kind == "chat"]
     invalid = f"{root.key.to_user_string()} {', '.join(p or '-' for p in root.partitions)}"
     return Alert(
         kind="input invalidated" if marked.suspect else "invalidated",
         domain=marked.key.path[0],
-        product=node.tags.get("product", ""),
+        product=table.product if table is not None else "",
         table=marked.key.path[-1],
-        owner=next(iter(node.owners), ""),
+        owner=table.owner if table is not None else "",
         channel=chats[0] if chats else "",
         message=f"{invalid} invalidated: {marked.reason}" + _consequence(marked),
         partitions=[p or "-" for p in marked.partitions],
@@ -150,13 +156,13 @@ def _consequence(marked: Marked) -> str:
     return f"; computed from it, {marked.describe()}: consumers wait until it is re-run"
 
 
-def notify(graph: AssetGraph, marked: list[Marked], settings: AlertSettings, run_id: str | None = None) -> list[str]:
+def notify(mesh: CatalogMesh, marked: list[Marked], settings: AlertSettings, run_id: str | None = None) -> list[str]:
     """One alert per table reached (marked or not) to its domain's channel; why each alert that could not be
     sent failed."""
     problems = []
     for m in marked:
         try:
-            send(_alert(graph, m, marked[0], run_id, settings), settings)
+            send(_alert(mesh, m, marked[0], run_id, settings), settings)
         except AlertNotSent as exc:
             problems.append(f"alert to {m.key.path[0]}'s channel failed: {exc}")
     return problems
@@ -166,17 +172,19 @@ def _names(keys: Iterable[dg.AssetKey]) -> str:
     return ", ".join(sorted(k.to_user_string() for k in keys)) or "none"
 
 
-def _refusal(graph: AssetGraph, key: dg.AssetKey) -> str:
+def _refusal(mesh: CatalogMesh, key: dg.AssetKey) -> str:
     """Why ``key`` cannot be invalidated, and what to do instead."""
-    node, name = graph.get(key), key.to_user_string()
-    if not node.is_executable:
-        readers = _names(k for k in node.child_keys if _has_valid_check(graph, k))
+    node, name, table = mesh.graph.get(key), key.to_user_string(), mesh.table(key)
+    if table is None:
+        return f"{name} is not a table of the mesh's catalog (does its domain load? mesh validate)"
+    if table.kind is TableKind.EXTERNAL:
+        readers = _names(k for k in node.child_keys if _has_valid_check(mesh, k))
         return (
             f"{name} is an external table: Mesh did not publish it and cannot hold its readers on it. Re-land the "
             "fixed partitions (what read them goes stale and the automation recomputes it), or invalidate what "
             f"was computed from them (readers: {readers})"
         )
-    sources = _names(k for k in node.parent_keys if _has_valid_check(graph, k))
+    sources = _names(k for k in node.parent_keys if _has_valid_check(mesh, k))
     return (
         f"{name} is not a Mesh product's output (a dbt model): it has no valid check to fail. Re-run it once "
         f"fixed (mesh backfill {name} --start .. --end .. --downstream), or invalidate the products it was "
@@ -186,7 +194,7 @@ def _refusal(graph: AssetGraph, key: dg.AssetKey) -> str:
 
 def invalidation(
     instance: dg.DagsterInstance,
-    graph: AssetGraph,
+    mesh: CatalogMesh,
     asset: str | dg.AssetKey,
     start: str | None,
     end: str | None,
@@ -197,9 +205,10 @@ def invalidation(
     recorded (:func:`failed_checks` are, by the invalidation's run, and :func:`notify` tells the owners)."""
     if not reason.strip():
         raise BackfillError("an invalidation needs a reason (consumers' owners read it)")
+    graph = mesh.graph
     key = asset if isinstance(asset, dg.AssetKey) else parse_asset_key(asset, graph)
-    if not _has_valid_check(graph, key):
-        raise BackfillError(_refusal(graph, key))
+    if not _has_valid_check(mesh, key):
+        raise BackfillError(_refusal(mesh, key))
     pdef = graph.get(key).partitions_def
     subset: PartitionsSubset | None = None
     if pdef is not None:
@@ -214,6 +223,6 @@ def invalidation(
         subset = pdef.empty_subset().with_partition_keys(root)
     sources = tuple(f"{key.to_user_string()} {p}".rstrip() for p in root if p) or (key.to_user_string(),)
     return [Marked(key, tuple(root), reason)] + [
-        Marked(child, tuple(partitions), reason, sources, held=_has_valid_check(graph, child))
+        Marked(child, tuple(partitions), reason, sources, held=_has_valid_check(mesh, child))
         for child, partitions in _suspects(graph, instance, key, subset)
     ]

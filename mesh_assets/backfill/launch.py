@@ -9,9 +9,6 @@ documents (https://docs.dagster.io/api/graphql), never its internal classes, and
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillPlan, PlannedAsset
+from mesh_assets.backfill.webserver import Webserver, WebserverError
 from mesh_assets.compat import AssetGraph
 
 SERVED = """
@@ -58,48 +56,6 @@ query MeshBackfillProgress($id: String!) {
 TERMINAL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 MAX_TITLE = 100
 """Dagster refuses a longer backfill title."""
-
-
-class WebserverError(RuntimeError):
-    """The webserver did not answer, or refused the request: nothing was launched."""
-
-
-@dataclass(frozen=True)
-class Webserver:
-    """A Dagster webserver's GraphQL endpoint (the ``dagster.url`` setting; ``make dev`` serves one)."""
-
-    url: str
-    timeout: float = 30.0
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``data`` of one GraphQL request; a :class:`WebserverError` naming the server if it fails."""
-        body = json.dumps({"query": query, "variables": dict(variables)}).encode()
-        endpoint = f"{self.url.rstrip('/')}/graphql"
-        request = urllib.request.Request(endpoint, body, {"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                answer = json.load(response)
-        except urllib.error.HTTPError as exc:
-            raise WebserverError(
-                f"the Dagster webserver at {self.url} answered HTTP {exc.code}: {_errors(exc)}"
-            ) from None
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise WebserverError(
-                f"no Dagster webserver answers at {self.url} ({reason}); start the webserver: make dev "
-                "(or point the dagster.url setting, MESH_DAGSTER__URL, at the one that serves this mesh)"
-            ) from None
-        if answer.get("errors"):
-            messages = "; ".join(e.get("message", str(e)) for e in answer["errors"])
-            raise WebserverError(f"the Dagster webserver at {self.url} refused the request: {messages}")
-        return answer["data"]
-
-
-def _errors(exc: urllib.error.HTTPError) -> str:
-    try:
-        return "; ".join(e["message"] for e in json.load(exc)["errors"])
-    except (ValueError, KeyError, TypeError):
-        return str(exc.reason)
 
 
 def _selector(asset: PlannedAsset) -> dict[str, Any]:

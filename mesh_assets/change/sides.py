@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mesh_assets.graph.catalog import DomainEntry, ProductEntry
+from mesh_assets.graph.catalog import DomainEntry, ProductEntry, same_files
 from mesh_assets.graph.isolate import catalog_graph, discover_all
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 
@@ -47,9 +47,13 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         raise BaseUnavailable(f"git cannot run here ({exc.strerror or exc})") from None
 
 
-def git_entries(ref: str, domains_dir: Path, timeout: float) -> dict[str, DomainEntry]:
+def git_entries(
+    ref: str, domains_dir: Path, timeout: float, working: dict[str, DomainEntry] | None = None
+) -> dict[str, DomainEntry]:
     """Every domain of ``domains_dir`` as git ``ref`` has it (none when the ref has no such folder), exported to a
-    temporary folder and discovered there; the working tree and its catalog are left as they are."""
+    temporary folder and discovered there; the working tree and its catalog are left as they are. A domain whose
+    files are the same in the working tree takes its ``working`` entry instead of being discovered again (each
+    Python domain in a process of its own): an unchanged repository is planned in seconds."""
     found = _git(domains_dir, "rev-parse", "--show-toplevel")
     if found.returncode != 0:
         raise BaseUnavailable(f"{domains_dir} is not in a git checkout, so there is no base {ref!r} to compare with")
@@ -65,4 +69,7 @@ def git_entries(ref: str, domains_dir: Path, timeout: float) -> dict[str, Domain
     with tempfile.TemporaryDirectory(prefix="mesh-base-") as scratch:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(scratch, filter="data")
-        return discover_all(Path(scratch) / folder, Path(scratch) / "home", timeout, retry=True)
+        base, working = Path(scratch) / folder, working or {}
+        same = {name for name in working if (base / name).is_dir() and same_files(base / name, domains_dir / name)}
+        found = discover_all(base, Path(scratch) / "home", timeout, skip=same, retry=True)
+        return {name: found[name] if name in found else working[name] for name in sorted({*found, *same})}

@@ -34,7 +34,7 @@ def judge(evaluation: Evaluation, check: CheckSpec) -> list[CheckOutcome]:
         try:
             return HANDLERS[type(check)](evaluation, check)
         except PySparkException as exc:
-            error = evaluation.error(exc)
+            error = evaluation.error(check, exc)
     return [evaluation.outcome(check, k, False, error=error) for k in evaluation.keys]
 
 

@@ -19,7 +19,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from mesh_assets.checks.errors import missing_columns, spark_error, withheld
+from mesh_assets.checks.errors import missing_columns, spark_error, to_compute_log, withheld
 from mesh_assets.checks.outcomes import CheckOutcome
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.checks import AcceptedValues, CheckSpec, NotNull
@@ -94,7 +94,7 @@ class Evaluation:
                 try:
                     failing = self.staged.where(condition).groupBy(PK).count().collect()
                 except PySparkException as exc:
-                    self.errors[check] = self.error(exc)
+                    self.errors[check] = self.error(check, exc)
                 else:
                     self.failing_counts[check] = {r[PK]: int(r["count"]) for r in failing}
 
@@ -145,8 +145,9 @@ class Evaluation:
             return {}
         return {"failing_columns": ", ".join(c for c in failing.columns if c != PK)}
 
-    def error(self, exc: PySparkException) -> str:
-        """Spark's error; for a classified table its class alone (the message may quote a value)."""
+    def error(self, check: CheckSpec, exc: PySparkException) -> str:
+        """Spark's error; for a classified table without the values it quotes, which the compute log gets."""
         if self.table.shows_values:
             return spark_error(exc)
+        to_compute_log(f"check {check.check_name} of {self.table.ref} errored", exc)
         return withheld(exc, self.table.ref, self.table.classification)

@@ -6,24 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-import dagster as dg
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    import dagster as dg
+    from rich.console import Console
 
-from mesh_assets.change import (
-    BaseUnavailable,
-    ChangePlan,
-    InstanceRecords,
-    TableDiff,
-    compare_products,
-    compare_tables,
-    compare_with_instance,
-    git_entries,
-    plan_change,
-    side_of,
-)
-from mesh_assets.settings import get_settings
+    from mesh_assets.change import ChangePlan, TableDiff
 
 MARK = {"added": "+", "removed": "-", "changed": "~"}
 BASE_HELP = "a git ref to compare with, e.g. origin/main (default: what the instance last published)"
@@ -58,9 +47,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | list[str]:
     """The plan of the working tree against ``base``; the problems instead when there is none to make."""
+    from mesh_assets.change import (
+        BaseUnavailable,
+        InstanceRecords,
+        compare_products,
+        compare_tables,
+        compare_with_instance,
+        git_entries,
+        plan_change,
+        side_of,
+    )
     from mesh_assets.cli.commands import mesh_catalog
-    from mesh_assets.definitions import mesh_definitions, tool_tables
+    from mesh_assets.dbt.catalog import tool_tables
     from mesh_assets.graph.isolate import validate_catalog
+    from mesh_assets.settings import get_settings
 
     settings = get_settings()
     entries = mesh_catalog(retry=True)
@@ -73,11 +73,16 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
         products, tables = compare_with_instance(work, records)
     else:
         try:
-            old = side_of(base, git_entries(base, settings.domains_dir, settings.discovery_timeout_seconds))
+            timeout = settings.discovery_timeout_seconds
+            old = side_of(base, git_entries(base, settings.domains_dir, timeout, working=entries))
         except BaseUnavailable as exc:
             return [f"{exc}: nothing planned"]
         products, tables = compare_products(old, work), compare_tables(old, work, records)
-    graph = mesh_definitions().resolve_asset_graph() if tables else None
+    graph = None
+    if tables:  # the asset graph's partition mappings, for the partitions to recompute: no change needs none
+        from mesh_assets.definitions import mesh_definitions
+
+        graph = mesh_definitions().resolve_asset_graph()
     return plan_change(base or "instance", products, tables, graph, instance, records)
 
 
@@ -140,6 +145,8 @@ def _table_lines(diff: TableDiff) -> list[str]:
 
 def print_change_plan(plan: ChangePlan, console: Console) -> None:
     """The plan as a domain team reads it in a pull request's CI log."""
+    from rich.table import Table
+
     console.print(f"Plan: the working tree against {plan.base}", highlight=False)
     if not plan.products and not plan.tables:
         console.print("No change.")

@@ -38,6 +38,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         )
         return 2
     log = get_settings().home / "logs" / "demo.log"
+    defs = mesh_definitions()  # a mesh that fails governance stops here, its errors on the screen, before Spark
     with contextlib.ExitStack() as stack:
         stack.enter_context(warnings_to_stderr())
         if not args.verbose:
@@ -49,7 +50,7 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
         try:
             with progress:  # stopped before the summary, which then follows the bars rather than printing above
                 quick_session()
-                summary = run_demo(mesh_definitions(), instance, MeshResource(), DEMO_START, args.days, progress)
+                summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)

@@ -1,18 +1,19 @@
-"""``mesh``: the command line. Thin: parse arguments, call the library, print with rich."""
+"""``mesh``: the command line. Thin: parse arguments, call the library, print with rich.
+
+Building the parser imports the standard library alone: ``mesh --help`` answers at once, and each command
+imports rich, Dagster, Spark or dbt inside its handler, only when it needs them (tests/unit/test_cli_startup.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from rich.console import Console
-
-from mesh_assets.cli import change, commands, trust
-from mesh_assets.cli.capture import warnings_to_log
+from mesh_assets.cli import change, health, trust
 from mesh_assets.cli.lineage import add_lineage_parser
-
-console = Console()
+from mesh_assets.cli.listing import add_arguments as add_list_arguments
 
 EXAMPLES = {
     "setup": "mesh setup",
@@ -25,6 +26,7 @@ EXAMPLES = {
     "lineage": "mesh lineage food_delivery.orders_7_days --upstream --mermaid",
     "stale": "mesh stale food_delivery/orders",
     "invalidate": 'mesh invalidate food_delivery/orders --start 2021-06-03 --reason "refunds landed late"',
+    "health": "mesh health food_delivery/orders",
     "plan": "mesh plan --base HEAD",
     "apply": "mesh apply --base HEAD --dry-run",
 }
@@ -48,8 +50,21 @@ def with_examples(root: argparse.ArgumentParser, commands: dict[str, argparse.Ar
         sub.epilog = f"example:\n  {EXAMPLES[name]}"
 
 
+class Version(argparse.Action):
+    """``mesh --version``: the version pyproject.toml gives, as the installed package's metadata holds it
+    (CHANGELOG.md says what changed in it); read only when asked, so building the parser reads no metadata."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print Mesh's version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"mesh {metadata.version('mesh-assets')}\n")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="mesh", description="Data products as Dagster assets on Spark and Delta.")
+    root.add_argument("--version", action=Version)
     sub = root.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache Delta Lake's jars (once; offline afterwards)")
     setup.add_argument(
@@ -65,10 +80,18 @@ def parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check every product against the governance rules")
     validate.add_argument("--domain", action="append", help="only this domain (repeatable)")
     validate.add_argument(
-        "--lineage", action="store_true", help="also list undeclared reads of recent runs (from the lineage files)"
+        "--lineage",
+        action="store_true",
+        help="also list undeclared reads of recent runs (from the lineage files, or the lineage server events go to)",
     )
     validate.add_argument("--runs", type=int, default=50, help="with --lineage: how many recent runs to report")
-    sub.add_parser("list", help="domains, products, tables, owners and cross-domain edges")
+    listing = sub.add_parser(
+        "list",
+        help="domains, products, tables (dbt models too) with status, tier and owner; cross-domain and dbt edges",
+        description="Every table of the mesh by domain and product, fitting 80 columns; --wide for a row per "
+        "table with every field, --json for scripts.",
+    )
+    add_list_arguments(listing)
     backfill = sub.add_parser(
         "backfill",
         help="recompute an asset's partition range (and what reads it) as one Dagster backfill",
@@ -114,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--hours", type=int, default=1, help="how many hours, one Delta commit each")
     add_lineage_parser(sub)
     trust.add_parsers(sub)
+    health.add_parser(sub)
     change.add_parsers(sub)
     with_examples(root, sub.choices)
     return root
@@ -121,9 +145,27 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handler = getattr(args, "handler", None) or getattr(commands, f"cmd_{args.command}")
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        from mesh_assets.cli import commands
+
+        handler = getattr(commands, f"cmd_{args.command}")
+    from mesh_assets.cli.capture import warnings_to_log
+    from mesh_assets.cli.errors import run_reported
+
+    console = globals().get("console") or __getattr__("console")
     with warnings_to_log():
-        return int(handler(args, console) or 0)
+        return run_reported(args.command, lambda: int(handler(args, console) or 0), console)
+
+
+def __getattr__(name: str) -> object:
+    """``console``, rich's, made on first use (PEP 562): ``mesh --help`` never imports rich."""
+    if name != "console":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    globals()["console"] = Console()
+    return globals()["console"]
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from mesh_assets.settings import get_settings
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +34,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_stale(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.backfill import BackfillError, Webserver, WebserverError, parse_asset_key
+    """Asks the webserver whether it answers before importing Dagster or loading the mesh: without one, the
+    command says so at once."""
+    from mesh_assets.backfill.webserver import Webserver, WebserverError
+    from mesh_assets.settings import get_settings
+
+    settings = get_settings().dagster
+    webserver = Webserver(settings.url, settings.timeout_seconds)
+    try:
+        webserver.answers()
+    except WebserverError as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+
+    from mesh_assets.backfill import BackfillError, parse_asset_key
     from mesh_assets.backfill.stale import stale_partitions
     from mesh_assets.cli.commands import persistent_instance
     from mesh_assets.definitions import mesh_definitions
@@ -45,44 +58,60 @@ def cmd_stale(args: argparse.Namespace, console: Console) -> int:
     except BackfillError as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
-    settings = get_settings().dagster
     with persistent_instance() as instance:
         try:
-            stale = stale_partitions(Webserver(settings.url, settings.timeout_seconds), instance, keys)
+            stale = stale_partitions(webserver, instance, keys)
         except WebserverError as exc:
             console.print(f"[red]error[/red] {exc}", highlight=False)
             return 2
     for partition in stale:
         console.print(partition.describe(), highlight=False, soft_wrap=True)
     console.print(f"{len(stale)} stale partition(s)" if stale else "Nothing is stale.")
+    console.print("Invalid, suspect and check-failed partitions: mesh health", highlight=False)
     return 1 if stale else 0
 
 
 def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
     """The invalidation is checked here first (a refusal creates no run), then recorded by the domain's
-    ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert. Dagster's
-    log of that run goes to ``<home>/logs/invalidate.log``; the screen shows what was marked."""
+    ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert. The mesh is
+    read from the catalog; the job is the one the domain's code location serves (so it follows what the
+    location's plain assets read), built from the domain's own files only. Dagster's log of that run goes to
+    ``<home>/logs/invalidate.log``; the screen shows what was marked."""
+    from mesh_assets.assets.catalog import CatalogMesh
     from mesh_assets.backfill import BackfillError, parse_asset_key
     from mesh_assets.backfill.invalidate import invalidation
     from mesh_assets.backfill.plan import LAUNCHED_BY_TAG
     from mesh_assets.cli.capture import output_to
-    from mesh_assets.cli.commands import persistent_instance
-    from mesh_assets.definitions import INVALIDATE_OP, invalidate_job_name, mesh_definitions
+    from mesh_assets.cli.commands import mesh_catalog, persistent_instance
+    from mesh_assets.definitions import INVALIDATE_OP, domain_definitions, invalidate_job_name, tool_tables
+    from mesh_assets.graph.isolate import catalog_graph
+    from mesh_assets.model.errors import SpecValidationError
+    from mesh_assets.settings import get_settings
 
-    defs = mesh_definitions()
-    graph = defs.resolve_asset_graph()
+    settings = get_settings()
+    tables = catalog_graph(mesh_catalog(), tool_tables(settings.domains_dir))
+    mesh = CatalogMesh.of(tables)
     with persistent_instance() as instance:
         try:
-            key = parse_asset_key(args.asset, graph)
-            invalidation(instance, graph, key, args.start, args.end, args.reason)
+            key = parse_asset_key(args.asset, mesh.graph)
+            invalidation(instance, mesh, key, args.start, args.end, args.reason)
         except BackfillError as exc:
             console.print(f"[red]error[/red] {exc}; nothing marked", highlight=False, soft_wrap=True)
             return 2
         domain, op = key.path[0], f"{key.path[0]}__{INVALIDATE_OP}"
         config = {"table": key.to_user_string(), "reason": args.reason}
         config |= {k: v for k, v in (("start", args.start), ("end", args.end)) if v is not None}
-        with output_to(get_settings().home / "logs" / "invalidate.log"):  # Dagster's own records of the run
-            result = defs.resolve_job_def(invalidate_job_name(domain)).execute_in_process(
+        try:
+            job = domain_definitions(settings.domains_dir / domain / "definitions.py").resolve_job_def(
+                invalidate_job_name(domain)
+            )
+        except SpecValidationError as exc:
+            for error in exc.errors:
+                console.print(f"[red]error[/red] {error}", highlight=False)
+            console.print(f"{domain}'s code location does not load: nothing marked", highlight=False)
+            return 2
+        with output_to(settings.home / "logs" / "invalidate.log"):  # Dagster's own records of the run
+            result = job.execute_in_process(
                 run_config={"ops": {op: {"config": config}}},
                 instance=instance,
                 tags={LAUNCHED_BY_TAG: "mesh invalidate"},

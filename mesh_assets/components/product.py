@@ -9,11 +9,13 @@ product reads and is read by other domains like any other product.
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 from typing import Annotated, Any, Literal
 
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from mesh_assets.components.schema import precise_schema
 from mesh_assets.definitions import component_definitions
 from mesh_assets.graph.defaults import load_defaults
 from mesh_assets.model.product import ExternalTable, Input, Output
@@ -97,5 +99,23 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     external: Annotated[list[dict[str, Any]], _typed(ExternalTable)] = []
     """Tables landed outside Mesh, observed from their Delta log."""
 
+    @classmethod
+    def get_model_cls(cls) -> type[BaseModel] | None:
+        """Dagster's model of the attributes, whose JSON schema (``dg check yaml``, editors) names the field
+        that is wrong rather than the top-level field that holds it (:mod:`mesh_assets.components.schema`)."""
+        base = super().get_model_cls()
+        return None if base is None else _precise_model(base)
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return component_definitions(context.path / "defs.yaml")
+
+
+@cache
+def _precise_model(base: type[BaseModel]) -> type[BaseModel]:
+    class Attributes(base):  # type: ignore[valid-type, misc]
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return precise_schema(super().model_json_schema(*args, **kwargs))
+
+    Attributes.__name__ = Attributes.__qualname__ = base.__name__
+    return Attributes

@@ -93,7 +93,7 @@ def unready_models(
     from mesh_assets.graph.isolate import catalog_tables, discover_all
     from mesh_assets.graph.resolve import MeshGraph
     from mesh_assets.model.product import Input
-    from mesh_assets.run.readiness import unready
+    from mesh_assets.run.readiness import landed_keys, unready
 
     settings = mesh.settings
     entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
@@ -112,7 +112,7 @@ def unready_models(
                     "which is not a table of the mesh"
                 )
             reads.append((Input(table=".".join(dep.path)), info))
-        if found := unready(context.instance, reads, part):
+        if found := unready(context.instance, reads, part, landed=landed_keys(mesh)):
             out[key] = found
     return out
 

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mesh_assets.dbt import project
 from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
+from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
@@ -91,3 +93,15 @@ def dbt_tables(
             )
         )
     return sorted(out, key=lambda i: (i.domain, i.name))
+
+
+def tool_tables(domains_dir: Path) -> list[Table]:
+    """Tables produced by other tools (dbt models, once the manifest is prepared), for products to consume; the
+    domains of ``domains_dir`` give them the defaults their config leaves out."""
+    manifest = project.manifest_path()  # looked up when called: a test or tool may point it elsewhere
+    if not manifest.exists():  # before the domains' defaults are read for it
+        return []
+    try:
+        return dbt_tables(manifest, defaults=domains_defaults(domains_dir))
+    except FileNotFoundError:
+        return []

@@ -8,6 +8,7 @@ column, or ``table``; anything else is refused before a row is computed.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -19,7 +20,8 @@ from sqlglot import exp
 
 from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import partition_column
-from mesh_assets.dbt.runner import invoke_dbt, selection_for
+from mesh_assets.dbt.runner import InProcessDbtResult, invoke_dbt, selection_for
+from mesh_assets.dbt.set_aside import compile_setting_aside
 from mesh_assets.graph.revisions import REVISION_LENGTH
 
 #: dbt's generic tests that count failing rows: a row failing on some partitions' rows also fails on the
@@ -140,15 +142,26 @@ def compile_step(
         model_id = assets_def.specs_by_key[check.asset_key].metadata[UNIQUE_ID]
         tests[spec.metadata[UNIQUE_ID]] = (model_id, check, spec.blocking)
     args = ["compile", *selection_for(context, manifest, translator)]
-    result = invoke_dbt(
-        [*args, "--full-refresh"] if full_refresh else args,
-        project_dir=dbt_dirs[0],
-        profiles_dir=dbt_dirs[1],
-        target="session",
-        target_path=target_path,
-        env={**env, **window_env(window)},
-        log=context.log,
-    )
+
+    def compile_in(folder: Path) -> InProcessDbtResult:
+        return invoke_dbt(
+            [*args, "--full-refresh"] if full_refresh else args,
+            project_dir=folder,
+            profiles_dir=folder if dbt_dirs[1] == dbt_dirs[0] else dbt_dirs[1],
+            target="session",
+            target_path=target_path,
+            env={**env, **window_env(window)},
+            log=context.log,
+        )
+
+    own = {manifest["nodes"][uid]["original_file_path"] for uid in keys}
+    target_path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target_path, prefix="mesh-compile-") as scratch:
+        result, left_out = compile_setting_aside(
+            dbt_dirs[0], own, Path(scratch), compile_in, lambda r: None if r.success else str(r.exception or "")
+        )
+    for aside in left_out:  # another domain's model broken since the manifest was prepared
+        context.log.warning(f"dbt could not parse {aside.file}, left out of this compile: {aside.message}")
     missing = sorted(uid for uid in [*keys, *tests] if uid not in result.nodes)
     if not result.success or missing:
         raise dg.Failure(

@@ -2,7 +2,7 @@
 
 A model's events carry the same facets as a product's: the partition window, the Delta version published,
 the owner (its asset's: ``meta.owner``, else its domain's), its ``<domain>.<table>`` name, schema, row count,
-its dbt tests as data-quality assertions, its compiled SQL and file, and column lineage read from the compiled
+its dbt tests as the run's ``test`` facet, its compiled SQL and file, and column lineage read from the compiled
 SQL by sqlglot (with the input tables' columns from Spark's analysis of the same SQL).
 """
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
-from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
+from openlineage.client.facet_v2 import test_run
 
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.compiled import DbtModel
@@ -70,12 +70,13 @@ def describe_model(
     )
 
 
-def assertion(outcome: TestOutcome) -> dq.Assertion:
-    return dq.Assertion(
-        assertion=outcome.test.check.name,
-        success=outcome.passed,
-        severity=outcome.test.severity,
+def test_execution(outcome: TestOutcome) -> test_run.TestExecution:
+    """A dbt test's verdict on one partition as the spec's ``test`` run facet records a test."""
+    return test_run.TestExecution(
         name=outcome.test.check.name,
+        status="pass" if outcome.passed else "fail",
+        severity=outcome.test.severity,
+        type=outcome.test.check.name,
         description=None if outcome.passed else outcome.describe(),
         actual=str(outcome.failures),
         params={"partition": outcome.partition} if outcome.partition else {},
@@ -90,7 +91,7 @@ def model_lineage(
     description = describe_model(context, mesh, model, node)
 
     def record(run: ModelRun) -> None:
-        description.assertions = [assertion(o) for o in run.outcomes]
+        description.tests = [test_execution(o) for o in run.outcomes]
         if run.result is not None:
             description.rows = run.result.rows
             description.version = run.result.version

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mesh_assets.dbt.set_aside import parse_setting_aside, parsed_project
 from mesh_assets.settings import project_root, scoped_environ
 
 if TYPE_CHECKING:
@@ -52,8 +53,9 @@ def _project(folder: str, target: str) -> DbtProject:
 
 
 def mesh_dbt_project() -> DbtProject:
-    """The dbt project (profiles.yml inside it); its manifest is ``dbt_project/target/manifest.json``."""
-    return _project(str(project_dir()), dbt_target())
+    """The dbt project (profiles.yml inside it); its manifest is ``dbt_project/target/manifest.json``. When the
+    last parse set model files aside, the project without them (:mod:`~mesh_assets.dbt.set_aside`)."""
+    return _project(str(parsed_project(project_dir())), dbt_target())
 
 
 def dbt_env(warehouse: str) -> dict[str, str]:
@@ -62,26 +64,21 @@ def dbt_env(warehouse: str) -> dict[str, str]:
 
 
 def prepare(warehouse: str) -> Path:
-    """Parse the project in-process and write ``target/manifest.json`` (no Spark, no downloads)."""
+    """Parse the project in-process and write ``target/manifest.json`` (no Spark, no downloads); a model file
+    dbt cannot parse is set aside, with its error, rather than fail every domain's models."""
     from dbt.cli.main import dbtRunner
 
-    project = mesh_dbt_project()
-    with scoped_environ(dbt_env(warehouse)):
-        result = dbtRunner().invoke(
-            [
-                "parse",
-                "--project-dir",
-                str(project.project_dir),
-                "--profiles-dir",
-                str(project.profiles_dir),
-                "--target",
-                project.target or SESSION,
-                "--quiet",
-            ]
-        )
-    if not result.success:
-        raise RuntimeError(f"dbt parse failed: {result.exception}")
-    return Path(project.manifest_path)
+    target = dbt_target()
+
+    def parse(folder: Path) -> Exception | None:
+        args = ["parse", "--project-dir", str(folder), "--profiles-dir", str(folder), "--target", target, "--quiet"]
+        with scoped_environ(dbt_env(warehouse)):
+            result = dbtRunner().invoke(args)
+        return None if result.success else result.exception or RuntimeError("dbt parse failed")
+
+    parse_setting_aside(project_dir(), parse)
+    _project.cache_clear()
+    return manifest_path()
 
 
 def manifest_path() -> Path:

@@ -20,6 +20,7 @@ from mesh_assets.dbt.gate import ModelRun, gate_model
 from mesh_assets.dbt.lineage import model_lineage
 from mesh_assets.dbt.nodes import DBT_GRAIN
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.readiness import observe_hint
 from mesh_assets.run.record import published_metadata
 from mesh_assets.storage.resource import MeshResource
 
@@ -129,6 +130,8 @@ def publish_models(
         runs[model.unique_id] = run
         yield from model_events(context, run, window)
     refused = [line for run in runs.values() for line in problems(run)]
+    if hint := observe_hint(why for run in runs.values() for whys in run.blocked.values() for why in whys):
+        refused.append(hint)
     if refused:
         withheld = any(run.withheld for run in runs.values())
         raise dg.Failure(

@@ -8,6 +8,7 @@ missing entry is made again (see :mod:`mesh_assets.graph.isolate`).
 
 from __future__ import annotations
 
+import filecmp
 import hashlib
 import json
 import os
@@ -32,7 +33,7 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
-FORMAT = 3
+FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,13 @@ def _domain_files(folder: Path) -> list[str]:
                 elif entry.is_file():
                     found.append(name)
     return sorted(found)
+
+
+def same_files(one: Path, other: Path) -> bool:
+    """Whether two domain folders, wherever they are, hold the same files with the same bytes: all that its
+    discovery reads, so an entry made from one serves for the other (``mesh plan --base``'s unchanged domains)."""
+    names = _domain_files(one)
+    return names == _domain_files(other) and all(filecmp.cmp(one / n, other / n, shallow=False) for n in names)
 
 
 def content_key(folder: Path) -> str:

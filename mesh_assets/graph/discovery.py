@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 
 from pydantic import ValidationError
 
@@ -38,6 +39,9 @@ class DomainSpecs:
     folder: Path
     products: list[DataProduct] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
+    modules: list[ModuleType] = field(default_factory=list, compare=False, repr=False)
+    """The domain's Python files as loaded in this process: the composition root takes the plain Dagster assets
+    they define (assets written without Mesh, kept in the domain's code location beside its products)."""
 
 
 def domain_folders(domains_dir: Path) -> list[Path]:
@@ -90,6 +94,7 @@ def _load_yaml(
                 **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
                 "output": {k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS},
                 "line": lines.get(("tables", i)),
+                "sql_line": lines.get(("tables", i, "sql")) or lines.get(("tables", i, "sql_file")),
             }
             sql_file = raw.get("sql_file")
             if isinstance(sql_file, str):
@@ -186,7 +191,11 @@ def product_lines(path: Path) -> tuple[dict[str, int], int | None]:
 
 
 def _load_python(
-    path: Path, domain: str, defaults: DomainDefaults, dagster_rules: bool = True
+    path: Path,
+    domain: str,
+    defaults: DomainDefaults,
+    dagster_rules: bool = True,
+    loaded: list[ModuleType] | None = None,
 ) -> tuple[list[DataProduct], list[SpecError]]:
     module_name = f"mesh_domains.{domain}.{path.stem}"
     try:
@@ -196,6 +205,8 @@ def _load_python(
         sys.modules[module_name] = module
         with loading(path):
             spec.loader.exec_module(module)
+        if loaded is not None:
+            loaded.append(module)
     except (Exception, SystemExit) as exc:  # a product file that calls sys.exit fails alone, too
         tb = exc.__traceback__
         line = None
@@ -203,6 +214,11 @@ def _load_python(
             if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
                 line = tb.tb_lineno
             tb = tb.tb_next
+        if isinstance(exc, ValidationError):  # Output(...), Input(...) built in the file: one error a field
+            return [], [
+                SpecError(relative(path), line, ".".join(str(p) for p in err["loc"]), err["msg"])
+                for err in exc.errors()
+            ]
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []
@@ -275,7 +291,7 @@ def load_domain(
             load_yaml = partial(_load_yaml, path, folder.name, defaults, dagster_rules=dagster_rules)
             products, errors = _through(cache, folder, path, load_yaml)
         else:
-            products, errors = load(path, folder.name, defaults, dagster_rules)
+            products, errors = _load_python(path, folder.name, defaults, dagster_rules, specs.modules)
         specs.products.extend(products)
         specs.errors.extend(errors)
     return specs

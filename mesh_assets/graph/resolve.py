@@ -34,6 +34,7 @@ from mesh_assets.model.product import (
     blocking_checks,
     checks_of,
 )
+from mesh_assets.model.windows import Window
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -66,10 +67,17 @@ class DeclaredInput:
     """The deadline field it sets (``freshness_hours`` or ``timeout_hours``), if any."""
     version: int | None = None
     """The major version it pins, if any (``table`` is then that version's name, ``orders_v2``)."""
+    n: int = 1
+    """The window's size (``last``, ``previous``): with ``window``, the partition mapping, known without code."""
 
     @property
     def ref(self) -> str:
         return f"{self.domain}.{self.table}"
+
+    @property
+    def window_spec(self) -> Window:
+        """The window as the product declared it."""
+        return Window(kind=self.window, n=self.n)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -289,6 +297,7 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     inp.line or t.line,
                     "freshness_hours" if inp.freshness_hours else "timeout_hours" if inp.timeout_hours else None,
                     inp.version,
+                    inp.window.n,
                 )
                 for name, inp in t.inputs.items()
             ),

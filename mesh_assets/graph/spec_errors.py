@@ -32,12 +32,19 @@ def yaml_loc(loc: tuple) -> tuple:
     return loc
 
 
+def _union_tag(loc: tuple, i: int) -> bool:
+    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's), which
+    a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``."""
+    part = loc[i]
+    if not isinstance(part, str) or i == len(loc) - 1:
+        return False
+    return part in {"pyspark", "sql"} or (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks")
+
+
 def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
     out = []
     for err in exc.errors():
-        loc = tuple(
-            p for p in err["loc"] if not (isinstance(p, str) and p in {"pyspark", "sql"} and p != err["loc"][-1])
-        )
+        loc = tuple(p for i, p in enumerate(err["loc"]) if not _union_tag(err["loc"], i))
         if yaml_style:
             loc = yaml_loc(loc)
         out.append(

@@ -173,19 +173,17 @@ def _check_transformation_code(product: DataProduct) -> list[SpecError]:
                         )
                     )
             problem, read = _sql_problem(sql_text(t, product))
+            at = t.sql_line or t.line
             if problem:
-                errors.append(_err(product, t.line, field, problem))
+                errors.append(_err(product, at, field, problem))
                 continue
             declared = {inp.ref(product.domain) for inp in t.inputs.values()}
             for domain, table in sorted(read, key=str):
                 if domain is None:
-                    errors.append(
-                        _err(product, t.line, field, f"table {table!r} must be qualified as <domain>.{table}")
-                    )
+                    errors.append(_err(product, at, field, f"table {table!r} must be qualified as <domain>.{table}"))
                 elif (domain, table) not in declared:
-                    errors.append(
-                        _err(product, t.line, field, f"SQL reads {domain}.{table}, which is not a declared input")
-                    )
+                    message = f"SQL reads {domain}.{table}, which is not a declared input"
+                    errors.append(_err(product, at, field, message))
         elif isinstance(t, PySparkTransformation):
             params = inspect.signature(t.fn).parameters
             expected = set(t.inputs)

@@ -5,6 +5,8 @@ any OpenLineage) endpoint at ``lineage.url``; ``console`` logs them; ``none`` se
 ``lineage.transport`` is not set, the client's own configuration applies as everywhere else OpenLineage is
 used (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG`` / ``openlineage.yml``, ``OPENLINEAGE__TRANSPORT__*``),
 and without one, the file transport. Emission never fails a product run: a transport error is a warning.
+Over HTTP (Mesh's or the client's own configuration) each event gets one short attempt, and an event the
+server does not take is kept on disk and delivered later (``mesh_assets/lineage/spool.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from openlineage.client.event_v2 import RunEvent
 from openlineage.client.transport.console import ConsoleConfig, ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpConfig, HttpTransport
+from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 
+from mesh_assets.lineage.spool import NO_RETRY, Delivery, EventKept, SpooledTransport
 from mesh_assets.settings import LineageSettings, MeshSettings
 
 log = logging.getLogger(__name__)
@@ -64,11 +68,33 @@ def server_url(settings: MeshSettings) -> str | None:
     return own.get("url") if own.get("type") == "http" else None
 
 
+def spool_dir(settings: MeshSettings) -> Path:
+    """Where events the lineage server did not take wait for delivery."""
+    return settings.lineage_dir / "undelivered"
+
+
+def spooled(transport: HttpTransport, settings: MeshSettings) -> SpooledTransport:
+    """``transport`` tried once per event, with a short timeout, its undelivered events kept on disk.
+
+    A retry policy or timeout the client's own configuration sets is kept; the client's defaults (five
+    retries with backoff, 5 s) are replaced by one attempt within ``lineage.timeout_seconds``.
+    """
+    config = transport.config
+    if config.retry == DEFAULT_RETRY_CONFIG:
+        config.retry = dict(NO_RETRY)
+    if config.timeout == HttpConfig(url=config.url).timeout:
+        config.timeout = transport.timeout = settings.lineage.timeout_seconds
+    return SpooledTransport(transport, spool_dir(settings))
+
+
 def make_client(settings: MeshSettings) -> OpenLineageClient | None:
     """The client for the configured transport, or ``None`` when lineage is off."""
     cfg: LineageSettings = settings.lineage
     if cfg.transport is None and client_transport() is not None:
-        return OpenLineageClient()
+        client = OpenLineageClient()
+        if isinstance(client.transport, HttpTransport):
+            client.transport = spooled(client.transport, settings)
+        return client
     transport = cfg.transport or "file"
     if transport == "none":
         return None
@@ -78,7 +104,16 @@ def make_client(settings: MeshSettings) -> OpenLineageClient | None:
         return OpenLineageClient(transport=ConsoleTransport(ConsoleConfig()))
     if not cfg.url:
         raise ValueError("lineage.transport is http but lineage.url is not set (e.g. http://localhost:5000)")
-    return OpenLineageClient(transport=HttpTransport(HttpConfig(url=cfg.url)))
+    return OpenLineageClient(transport=spooled(HttpTransport(HttpConfig(url=cfg.url)), settings))
+
+
+def deliver_waiting(settings: MeshSettings) -> tuple[str, Delivery] | None:
+    """Deliver every event waiting for the lineage server: (its URL, what was done); ``None`` without one."""
+    client = make_client(settings)
+    transport = client.transport if client is not None else None
+    if not isinstance(transport, SpooledTransport):
+        return None
+    return transport.url, transport.deliver()
 
 
 def emit(client: OpenLineageClient | None, event: RunEvent, warn=log.warning) -> bool:
@@ -86,6 +121,9 @@ def emit(client: OpenLineageClient | None, event: RunEvent, warn=log.warning) ->
         return False
     try:
         client.emit(event)
+    except EventKept as exc:  # delayed, not lost: the message says where it waits and what delivers it
+        warn(f"OpenLineage event delayed: {exc}")
+        return False
     except Exception as exc:  # lineage is best effort; the data write is what matters
         warn(f"OpenLineage event not sent ({type(exc).__name__}: {exc})")
         return False

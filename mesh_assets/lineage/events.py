@@ -1,10 +1,11 @@
 """OpenLineage events for product runs, built with the openlineage-python client's own facet classes.
 
-A product run is one OpenLineage run: job namespace = the domain, job name = ``<domain>.<table>``, run id
-a UUID derived from the Dagster run id and the asset (so START and COMPLETE/FAIL of one run agree without
-shared state, and a retry of the Dagster run maps to the same OpenLineage run), with a parent run facet
-pointing at the Dagster run. Datasets are named by their Delta locations (namespace ``file`` for local
-paths, ``<scheme>://<authority>`` otherwise, name = the path), as the OpenLineage naming spec has it.
+A product run is one OpenLineage run: job namespace = the domain (after ``lineage.namespace_prefix``), job
+name = ``<domain>.<table>``, run id a UUID derived from the Dagster run id and the asset (so START and
+COMPLETE/FAIL of one run agree without shared state, and a retry of the Dagster run maps to the same
+OpenLineage run), with a parent run facet pointing at the Dagster run. Datasets are named by their Delta
+locations (namespace ``file`` for local paths, ``<scheme>://<authority>`` otherwise, name = the path), as the
+OpenLineage naming spec has it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     RunFacet,
-    data_quality_assertions_dataset,
     error_message_run,
     job_type_job,
     output_statistics_output_dataset,
@@ -28,6 +28,7 @@ from openlineage.client.facet_v2 import (
     processing_engine_run,
     schema_dataset,
     sql_job,
+    test_run,
 )
 
 from mesh_assets.lineage import facets as std
@@ -95,7 +96,8 @@ class RunDescription:
     undeclared_names: list[str] = field(default_factory=list)
     schema: list[tuple[str, str]] | None = None
     rows: int | None = None
-    assertions: list[data_quality_assertions_dataset.Assertion] = field(default_factory=list)
+    tests: list[test_run.TestExecution] = field(default_factory=list)
+    """The run's checks, one per check and partition: the ``test`` run facet."""
     engine_version: str | None = None
     window: tuple[datetime, datetime] | None = None
     """The partition window (start included, end excluded): the ``nominalTime`` facet."""
@@ -111,6 +113,8 @@ class RunDescription:
     """``<domain>.<table>`` of the locations read, for their ``symlinks`` facets."""
     job_type: tuple[str, str] = ("MESH", "ASSET")
     """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model."""
+    namespace_prefix: str = ""
+    """``lineage.namespace_prefix``: before the namespaces Mesh names (jobs, the Dagster parent, symlinks)."""
 
     STATES: ClassVar[dict[str, RunState]] = {
         "START": RunState.START,
@@ -123,6 +127,10 @@ class RunDescription:
         return f"{self.domain}.{self.table}"
 
     @property
+    def job_namespace(self) -> str:
+        return self.namespace_prefix + self.domain
+
+    @property
     def run_id(self) -> str:
         return run_uuid(self.dagster_run_id, self.job_name)
 
@@ -131,10 +139,10 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
     facets: dict[str, Any] = {
         "parent": parent_run.ParentRunFacet(
             run=parent_run.Run(runId=d.dagster_run_id),
-            job=parent_run.Job(namespace=DAGSTER_NAMESPACE, name=d.dagster_job),
+            job=parent_run.Job(namespace=d.namespace_prefix + DAGSTER_NAMESPACE, name=d.dagster_job),
             root=parent_run.Root(
                 run=parent_run.RootRun(runId=d.dagster_run_id),
-                job=parent_run.RootJob(namespace=DAGSTER_NAMESPACE, name=d.dagster_job),
+                job=parent_run.RootJob(namespace=d.namespace_prefix + DAGSTER_NAMESPACE, name=d.dagster_job),
             ),
         ),
     }
@@ -152,6 +160,8 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
             datasets=[dict(zip(("namespace", "name"), dataset_name(p), strict=True)) for p in d.undeclared],
             tables=d.undeclared_names,
         )
+    if d.tests:
+        facets["test"] = test_run.TestRunFacet(tests=d.tests)
     if error is not None:
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=str(getattr(error, "description", None) or error) or type(error).__name__,
@@ -179,7 +189,7 @@ def _job_facets(d: RunDescription) -> dict[str, Any]:
 
 
 def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
-    facets: dict[str, Any] = {"symlinks": std.symlinks(d.job_name)}
+    facets: dict[str, Any] = {"symlinks": std.symlinks(d.job_name, d.namespace_prefix)}
     if d.owner:
         facets["ownership"] = std.ownership(d.owner)
     if d.schema:
@@ -188,10 +198,6 @@ def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
         )
     if d.columns:
         facets["columnLineage"] = std.column_lineage(d.columns, dataset_name)
-    if d.assertions:
-        facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
-            assertions=d.assertions
-        )
     if d.rows is not None:
         facets["dataQualityMetrics"] = std.quality_metrics(d.rows, d.null_counts)
     if d.version is not None and state == "COMPLETE":
@@ -199,9 +205,10 @@ def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
     return facets
 
 
-def _input(location: str, names: dict[str, str]) -> InputDataset:
-    ref = names.get(normalize(location))
-    return InputDataset(*dataset_name(location), facets={"symlinks": std.symlinks(ref)} if ref else {})
+def _input(location: str, d: RunDescription) -> InputDataset:
+    ref = d.table_names.get(normalize(location))
+    facets = {"symlinks": std.symlinks(ref, d.namespace_prefix)} if ref else {}
+    return InputDataset(*dataset_name(location), facets=facets)
 
 
 def build_event(state: str, d: RunDescription, *, error: BaseException | None = None) -> RunEvent:
@@ -217,8 +224,8 @@ def build_event(state: str, d: RunDescription, *, error: BaseException | None = 
         eventType=d.STATES[state],
         eventTime=datetime.now(UTC).isoformat(),
         run=Run(runId=d.run_id, facets=_run_facets(d, error if state == "FAIL" else None)),
-        job=Job(namespace=d.domain, name=d.job_name, facets=_job_facets(d)),
-        inputs=[_input(p, d.table_names) for p in sorted(set(read))],
+        job=Job(namespace=d.job_namespace, name=d.job_name, facets=_job_facets(d)),
+        inputs=[_input(p, d) for p in sorted(set(read))],
         outputs=[OutputDataset(namespace, name, facets=_output_facets(d, state), outputFacets=out_facets)],
         producer=PRODUCER,
     )

@@ -55,10 +55,10 @@ def job_ownership(owner: str) -> ownership_job.OwnershipJobFacet:
     return ownership_job.OwnershipJobFacet(owners=[ownership_job.Owner(name=owner_urn(owner))])
 
 
-def symlinks(table_ref: str) -> symlinks_dataset.SymlinksDatasetFacet:
-    """The table's ``<domain>.<table>`` name beside its location."""
+def symlinks(table_ref: str, prefix: str = "") -> symlinks_dataset.SymlinksDatasetFacet:
+    """The table's ``<domain>.<table>`` name beside its location (namespace ``<prefix>mesh``)."""
     return symlinks_dataset.SymlinksDatasetFacet(
-        identifiers=[symlinks_dataset.Identifier(namespace=TABLE_NAMESPACE, name=table_ref, type="TABLE")]
+        identifiers=[symlinks_dataset.Identifier(namespace=prefix + TABLE_NAMESPACE, name=table_ref, type="TABLE")]
     )
 
 

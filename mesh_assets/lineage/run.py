@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
+from openlineage.client.facet_v2 import test_run
 
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
@@ -28,18 +28,20 @@ if TYPE_CHECKING:
     from mesh_assets.storage.writer import WriteResult
 
 
-def assertion(outcome: CheckOutcome) -> dq.Assertion:
+def test_execution(outcome: CheckOutcome) -> test_run.TestExecution:
+    """A check's verdict on one partition as the spec's ``test`` run facet records a test."""
     column = getattr(outcome.check, "column", None)
     columns = getattr(outcome.check, "columns", None) or getattr(outcome.check, "keys", None)
-    return dq.Assertion(
-        assertion=outcome.check.kind,
-        success=outcome.passed,
-        column=column or (",".join(columns) if columns else None),
-        severity=outcome.check.severity,
+    column = column or (",".join(columns) if columns else None)
+    params = {"column": column, "partition": outcome.partition}
+    return test_run.TestExecution(
         name=outcome.name,
+        status="pass" if outcome.passed else "fail",
+        severity=outcome.check.severity,
+        type=outcome.check.kind,
         description=None if outcome.passed else outcome.describe(),
         actual=str(outcome.failing_rows),
-        params={"partition": outcome.partition} if outcome.partition else {},
+        params={k: v for k, v in params.items() if v},
     )
 
 
@@ -55,7 +57,7 @@ class ProductLineage:
         d.undeclared = list(reads.undeclared)
         d.undeclared_names = list(reads.undeclared_names)
         d.table_names.update({normalize(p): n for p, n in zip(d.undeclared, d.undeclared_names, strict=True) if n != p})
-        d.assertions = [assertion(o) for o in outcomes]
+        d.tests = [test_execution(o) for o in outcomes]
         if result is not None:
             d.rows = result.rows
             d.schema = [(f.name, f.dataType.simpleString()) for f in result.schema.fields]
@@ -138,6 +140,7 @@ def spark_version() -> str | None:
 def run_events(log: Any, settings: MeshSettings, description: RunDescription) -> Iterator[RunDescription]:
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises; the block
     fills ``description`` in with what the run did."""
+    description.namespace_prefix = settings.lineage.namespace_prefix
     try:
         client = make_client(settings)
     except ValueError as exc:

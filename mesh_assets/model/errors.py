@@ -7,12 +7,21 @@ from pathlib import Path
 from typing import Any
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class SpecError:
+    """One error or warning; sorted by file, then line (an error without one, such as a Python product's
+    external table or a whole file's, first), field and message."""
+
     file: str
     line: int | None
     field: str
     message: str
+
+    def _key(self) -> tuple[str, int, str, str]:
+        return (self.file, self.line or 0, self.field, self.message)
+
+    def __lt__(self, other: SpecError) -> bool:
+        return self._key() < other._key()
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file

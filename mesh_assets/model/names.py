@@ -34,3 +34,12 @@ def split_table_ref(ref: str, default_domain: str | None = None) -> tuple[str, s
     if len(parts) != 2:
         raise ValueError(f"invalid table reference {ref!r}: expected 'domain.table'")
     return check_identifier(parts[0]), check_identifier(parts[1])
+
+
+OBSERVER_SUFFIX = "__observe_external_tables"
+
+
+def observer_name(domain: str) -> str:
+    """The sensor that reports ``domain``'s external tables' new partitions: named here, below the automation
+    that builds it, so that a run refused for want of its report can name it."""
+    return f"{domain}{OBSERVER_SUFFIX}"

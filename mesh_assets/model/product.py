@@ -109,6 +109,19 @@ class Output(Strict):
     def _mode(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("write_mode")
+    @classmethod
+    def _partitions_are_overwritten(cls, value: WriteMode, info: ValidationInfo) -> WriteMode:
+        """A partitioned output's run replaces the partitions it computed, whatever the mode said; ``full``
+        there was once accepted and ignored, so it is refused rather than half honoured."""
+        grain = info.data.get("partitioning")
+        if value == "full" and grain is not None and grain.partitioned:
+            raise ValueError(
+                f"write_mode: full is for unpartitioned outputs; a {grain} output overwrites the partitions "
+                "it computes: remove write_mode, or set partitioning: none to rewrite the whole table"
+            )
+        return value
+
     @model_validator(mode="after")
     def _full_when_unpartitioned(self) -> Output:
         if not self.partitioning.partitioned and self.write_mode != "full":
@@ -142,6 +155,8 @@ class SqlTransformation(Strict):
     sql_file: str | None = None
     range_aware: bool = False
     line: SkipJsonSchema[int | None] = None
+    sql_line: SkipJsonSchema[int | None] = None
+    """The line of its ``sql`` or ``sql_file`` field, where an error in the query is reported."""
 
     @field_validator("inputs", mode="before")
     @classmethod
@@ -171,8 +186,8 @@ class ExternalTable(Strict):
     partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
     regions: tuple[Identifier, ...] | None = None
-    """Landed per region as well as per day (each region at its own midnight): a day is complete only when
-    every region's partition is published."""
+    """Landed per region as well as per (UTC) day: a day is complete only when every region's partition is
+    published."""
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()

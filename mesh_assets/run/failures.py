@@ -3,7 +3,7 @@
 The body raises Mesh's :class:`~mesh_assets.model.errors.Refused` (it runs without Dagster in a submitted
 application); the step turns it, or the failure a submitted application reported, into the ``dg.Failure`` the
 run's error, the owners' alert and the lineage FAIL event show. Any other error of a classified output is
-reduced to its class (:mod:`mesh_assets.run.privacy`).
+told there without row values (:mod:`mesh_assets.run.privacy`), and whole in the run's compute log.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 import dagster as dg
 
+from mesh_assets.checks.errors import error_class, to_compute_log
 from mesh_assets.graph.resolve import Table
 from mesh_assets.model.errors import Refused
 from mesh_assets.run.privacy import private_description
@@ -34,8 +35,8 @@ def step_failure(
 
 @contextmanager
 def step_failures(table: Table) -> Iterator[None]:
-    """The run of ``table`` fails with Mesh's refusals as Dagster failures, and with any other error as its
-    class alone when ``table`` is classified above ``l0``."""
+    """The run of ``table`` fails with Mesh's refusals as Dagster failures, and with any other error without
+    row values when ``table`` is classified above ``l0``: the error whole goes to the run's compute log."""
     try:
         yield
     except Refused as exc:
@@ -43,4 +44,5 @@ def step_failures(table: Table) -> Iterator[None]:
     except Exception as exc:
         if (description := private_description(exc, table)) is None:
             raise
-        raise dg.Failure(description=description) from None
+        to_compute_log(f"{table.ref} failed", exc)
+        raise step_failure(description, {}, error_class(exc)) from None

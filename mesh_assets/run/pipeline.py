@@ -22,7 +22,7 @@ from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
-from mesh_assets.run.readiness import unready_partitions
+from mesh_assets.run.readiness import landed_keys, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.settings import EngineMode, MeshSettings
 from mesh_assets.storage.resource import MeshResource
@@ -76,7 +76,7 @@ def _run(
     part: PartitionRange | None,
     earlier: list[str] | None = None,
 ) -> RunOutcome:
-    blocked = unready_partitions(context.instance, node, part, earlier or ())
+    blocked = unready_partitions(context.instance, node, part, earlier or (), landed=landed_keys(mesh))
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
         return RunOutcome(None, part, [], {}, blocked=blocked)

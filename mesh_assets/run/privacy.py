@@ -1,10 +1,12 @@
-"""A run's failure texts for an output classified above ``l0``: counts, keys and column names, never row values.
+"""A run's failure texts for an output classified above ``l0``: names, counts and keys, never row values.
 
-A step's failure message becomes the run's error in the UI, the owners' alert and the OpenLineage FAIL event.
-Spark's errors quote the value they failed on (``The value 'ann@example.org' of the type "STRING" cannot be
-cast``), and so may a transformation's own, so for a classified output any error but Mesh's own refusals (which
-name partitions, checks and columns) and a write's storage failure (a full disk, a conflict: files and writers)
-is replaced by its class, and its chain is not kept.
+A step's failure message becomes the run's error in the UI, the owners' and consumers' alerts and the OpenLineage
+FAIL event, which travel beyond the domain. Spark's errors quote the value they failed on (``The value
+'ann@example.org' of the type "STRING" cannot be cast``), and so may a transformation's own, so for a classified
+output any error but Mesh's own refusals (which name partitions, checks and columns) and a write's storage
+failure (a full disk, a conflict: files and writers) is told without values (:func:`~mesh_assets.checks.errors.
+withheld`: Spark's error with the names it gives, another error's class and line), and its chain is not kept.
+The whole error, message and traceback, goes to the run's compute log, where the domain's operators read it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def described(exc: BaseException) -> bool:
 
 def private_description(exc: BaseException, table: Table) -> str | None:
     """What a failure of ``table``'s run may say instead of ``exc``'s own text; None when that text is safe
-    (an open table, a refusal of Mesh's own, a write failed by its storage)."""
+    (an open table, a refusal of Mesh's own, a write failed by its storage). Its caller writes ``exc`` whole to
+    the compute log (:func:`~mesh_assets.checks.errors.to_compute_log`), which the description names."""
     if table.shows_values or isinstance(exc, OWN_REFUSALS) or described(exc):
         return None
     if isinstance(exc, WriteFailed):

@@ -14,6 +14,7 @@ import dagster as dg
 from mesh_assets.checks.results import evaluation, run_targets
 from mesh_assets.compat import DATA_VERSION_TAG
 from mesh_assets.graph.revisions import REVISION_KEY
+from mesh_assets.run.readiness import observe_hint
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -70,6 +71,8 @@ def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
         f"{f'partition {p}' if p else 'table'} not computed: {', '.join(why)}"
         for p, why in sorted(outcome.blocked.items(), key=lambda item: item[0] or "")
     ]
+    if hint := observe_hint(why for whys in outcome.blocked.values() for why in whys):
+        problems.append(hint)
     return sorted(p or "-" for p in {*outcome.failed, *outcome.blocked}), problems
 
 

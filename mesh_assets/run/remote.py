@@ -33,6 +33,7 @@ from dagster_pipes import (
     open_dagster_pipes,
 )
 
+from mesh_assets.checks.errors import to_compute_log
 from mesh_assets.engine.session import stop_spark, submitted_spark
 from mesh_assets.graph.catalog import table_from_json
 from mesh_assets.graph.discovery import load_domain
@@ -92,8 +93,8 @@ def rebuilt_node(request: dict[str, Any]) -> Node:
 
 
 def failure_json(exc: Exception, node: Node | None = None) -> dict[str, Any]:
-    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text (its
-    class alone for a table classified above ``l0``: the text may quote a row)."""
+    """The failure as the step raises it: a Mesh refusal's description and metadata, or the error's text (without
+    row values for a table classified above ``l0``: the text may quote a row)."""
     if node is not None and (description := private_description(exc, node.table)) is not None:
         return {"error": type(exc).__name__, "description": description, "metadata": {}}
     if described(exc):
@@ -118,7 +119,10 @@ def outcome_message(extras: dict[str, Any], log: logging.Logger) -> dict[str, An
         )
         outcome = run_body(spark, TableRegistry(extras["warehouse"]), node, plan, log)
     except Exception as exc:  # reported to the step, which fails with it
-        log.error(traceback.format_exc())
+        if node is None or node.table.shows_values:
+            log.error(traceback.format_exc())  # Pipes makes it an event of the run
+        else:  # a classified table's error may quote a row: the application's stderr, the step's compute log
+            to_compute_log(f"{node.table.ref} failed", exc)
         return {"failure": failure_json(exc, node)}
     return {"outcome": outcome_json(outcome)}
 

@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from mesh_assets.engine.session import is_connect
-from mesh_assets.model.grain import midnight, utc
+from mesh_assets.model.grain import Grain, midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import open_table
@@ -96,3 +96,21 @@ def committed_rows(
         if key in counts:
             counts[key] += n
     return counts
+
+
+def snapshot_keys(location: str, s3: S3Settings, grain: Grain, column: str, region_column: str | None) -> set[str]:
+    """The partition keys (as Dagster spells them; ``day|region`` with a ``region_column``) the table's latest
+    snapshot has files in, from its log; none without a table at ``location``."""
+    table = open_table(location, s3, files=True)
+    if table is None:
+        return set()
+    files = table.get_add_actions(flatten=True)
+    values = files.column(f"partition.{column}").to_pylist()
+    regions = files.column(f"partition.{region_column}").to_pylist() if region_column else [None] * len(values)
+    keys = set()
+    for value, region in zip(values, regions, strict=True):
+        if value is None:
+            continue
+        key = grain.key(grain.floor(utc(value if isinstance(value, datetime) else midnight(value))))
+        keys.add(key if region is None else region_key(key, str(region)))
+    return keys

@@ -3,18 +3,22 @@
 One demo run for the module (``make -o setup demo``: the target's own command, its set-up taken as done), in a
 throwaway home, with its output piped as CI and ``| tee`` pipe it. The README's blocks marked
 ``<!-- readme-test: runs after make demo -->`` then run as one shell session over that home, with nothing of
-the virtual environment on the ``PATH``: the README itself must say how ``mesh`` gets there.
+the virtual environment on the ``PATH``: the README itself must say how ``mesh`` gets there. The block of
+"Adding a domain" runs as typed too, in a copy of the checkout's domains and workspace (it adds a domain; the
+checkout stays as it is), without the demo.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from terminal import run_in_terminal, screen_lines
 
 pytestmark = pytest.mark.slow
@@ -23,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DAYS = 7
 """Enough for the README's backfill ranges (2021-06-04 .. 06-07) to have something to plan."""
 MARKER = "<!-- readme-test: runs after make demo -->"
-BLOCK = re.compile(re.escape(MARKER) + r"\n```bash\n(.*?)```", re.S)
+BODY = r"\n```bash\n(.*?)```"
+BLOCK = re.compile(re.escape(MARKER) + BODY, re.S)
+NEW_DOMAIN = re.compile(re.escape("<!-- readme-test: adds a domain, in a copy of the checkout -->") + BODY, re.S)
 
 
 @dataclass(frozen=True)
@@ -160,3 +166,32 @@ def test_a_terminal_shows_the_progress_and_the_summary_and_the_log_file_the_rest
     for own in ("Setting default log level", "Running with dbt=", "STEP_SUCCESS"):  # Spark, dbt, Dagster
         assert own in log
         assert own not in output
+
+
+def test_the_readme_adds_a_domain_as_typed(tmp_path: Path):
+    """From an empty folder to a domain ``dg`` scaffolds into, whose code location loads and whose product
+    validates: the block of "Adding a domain", run in a copy holding what it reads (no demo needed)."""
+    (block,) = NEW_DOMAIN.findall((ROOT / "README.md").read_text())
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "domains", checkout / "domains", ignore=shutil.ignore_patterns("__pycache__", ".dg"))
+    shutil.copy(ROOT / "workspace.yaml", checkout)
+    for shared in (".venv", "dbt_project"):
+        (checkout / shared).symlink_to(ROOT / shared)
+    typed = subprocess.run(
+        ["bash", "-c", f"set -ex\n. .venv/bin/activate\n{block}"],  # the README's first block activates .venv
+        cwd=checkout,
+        env=newcomer_env(tmp_path / ".mesh"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    assert typed.returncode == 0, typed.stdout
+    assert "All definitions loaded successfully." in typed.stdout  # dg check defs
+    assert re.search(r"^ok: \d+ product\(s\) in 6 domain\(s\)$", typed.stdout, re.M), typed.stdout  # no tables yet
+    assert (checkout / "domains" / "payments" / "defs" / "invoices" / "defs.yaml").is_file()
+    served = [
+        e["python_file"]["location_name"]
+        for e in yaml.safe_load((checkout / "workspace.yaml").read_text())["load_from"]
+    ]
+    assert served[-1] == "payments" and len(served) == 6

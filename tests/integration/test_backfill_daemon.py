@@ -131,7 +131,7 @@ def test_backfill_wait_follows_the_daemon_to_completion(spark, services) -> None
     assert code == 1
     assert f"not published: food_delivery/orders {BAD_DAY}, {never}" in console.export_text()
     refused = failure.dagster_event.event_specific_data.error.message
-    assert f"partition {never} not computed: food_delivery.raw_orders {never} (not published)" in refused
+    assert f"partition {never} not computed: food_delivery.raw_orders {never} (not landed)" in refused
     assert f"food_delivery.raw_orders {BAD_DAY} (check" in refused
     after = spark.read.format("delta").load(mesh.registry.location("food_delivery", "orders"))
     assert {r["p_date"] for r in after.select("p_date").distinct().collect()} == set(DAYS)

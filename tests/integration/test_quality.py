@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.freshness import FreshnessState
+from dagster._core.remote_origin import InProcessCodeLocationOrigin
+from dagster._core.test_utils import InProcessTestWorkspaceLoadTarget, freeze_time
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._daemon.freshness import FreshnessDaemon
 from delta.tables import DeltaTable
 from failure_alerts import alert_failed_run
 
@@ -20,16 +28,18 @@ from mesh_assets.storage.writer import replace_predicate
 pytestmark = pytest.mark.spark
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "quality" / "domains"
+TRENDS = FIXTURE.parents[1] / "quality_trends"
+"""Checks judged against history or the clock: ``volume_anomaly`` and ``freshness``, with a code location."""
 SCHEMA = "id bigint, kind string, amount bigint, p_date date"
 GOOD = [(1, "a", 10), (2, "b", 20), (3, "a", 30)]
 CLEAN = ["qa", "clean_events"]
 
 
 class Quality:
-    def __init__(self, spark, base: Path):
+    def __init__(self, spark, base: Path, fixture: Path = FIXTURE, instance: dg.DagsterInstance | None = None):
         self.mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
-        self.instance = dg.DagsterInstance.ephemeral()
-        self.defs = mesh_definitions(FIXTURE)
+        self.instance = instance or dg.DagsterInstance.ephemeral()
+        self.defs = mesh_definitions(fixture)
         self.assets = executable_assets(self.defs)
         self.spark = spark
         self.cursors: dict[str, str | None] = {}
@@ -76,9 +86,9 @@ class Quality:
         loc = self.mesh.registry.location("qa", table)
         return DeltaTable.forPath(self.spark, loc).history(1).collect()[0]["version"]
 
-    def evaluations(self, check: str, partition: str) -> list[dg.AssetCheckEvaluation]:
+    def evaluations(self, check: str, partition: str, key: list[str] = CLEAN) -> list[dg.AssetCheckEvaluation]:
         records = self.instance.event_log_storage.get_asset_check_execution_history(
-            dg.AssetCheckKey(dg.AssetKey(CLEAN), check), limit=100
+            dg.AssetCheckKey(dg.AssetKey(key), check), limit=100
         )
         return [
             r.event.dagster_event.event_specific_data
@@ -244,3 +254,58 @@ def test_check_results_point_at_the_materialization_they_checked(qa):
     latest = qa.evaluations("not_null_id", day)[0]
     assert latest.target_materialization_data is not None
     assert latest.target_materialization_data.run_id == result.run_id
+
+
+@pytest.fixture(scope="module")
+def trends(spark, tmp_path_factory) -> Iterator[Quality]:
+    with dg.instance_for_test() as instance:  # on disk: Dagster's daemons take no ephemeral instance
+        yield Quality(spark, tmp_path_factory.mktemp("trends"), TRENDS / "domains", instance)
+
+
+STEADY, WATCHED = ["qa", "steady_events"], ["qa", "watched_events"]
+
+
+def test_a_volume_anomaly_refuses_a_blocking_partition_and_only_reports_a_warn_one(trends):
+    """Three published days of 3, 4 and 3 rows; a day of 30 is outside 3 standard deviations of them."""
+    history = {"2024-02-01": GOOD, "2024-02-02": [*GOOD, (4, "b", 40)], "2024-02-03": GOOD}
+    for day, rows in history.items():
+        trends.land(day, rows)
+    for key in (STEADY, WATCHED):
+        assert trends.run(key, start="2024-02-01", end="2024-02-03").success
+    day, burst = "2024-02-04", [(i, "a", i) for i in range(30)]
+    trends.land(day, burst)
+    version = trends.version("steady_events")
+
+    blocked = trends.run(STEADY, day)
+    assert not blocked.success
+    assert f"check volume_anomaly on partition {day} failed (30 rows vs mean 3.3 ± 3.0·0.6 over 3 partitions)" in (
+        failure_message(blocked)
+    )
+    assert trends.rows("steady_events", day) == [] and trends.version("steady_events") == version
+    refused = trends.evaluations("volume_anomaly", day, STEADY)[0]
+    assert (refused.passed, refused.blocking, refused.metadata["rows"].value) == (False, True, 30)
+
+    reported = trends.run(WATCHED, day)
+    assert reported.success
+    assert len(trends.rows("watched_events", day)) == 30
+    warned = trends.evaluations("volume_anomaly", day, WATCHED)[0]
+    assert (warned.passed, warned.blocking, warned.severity) == (False, False, dg.AssetCheckSeverity.WARN)
+
+
+def test_freshness_warns_after_its_warn_lag_and_fails_after_its_max_lag(trends):
+    """``Freshness(max_lag_hours=30, warn_lag_hours=24)`` judged by Dagster's freshness daemon, in this process,
+    with the clock moved past each lag after a real publication."""
+    day = "2024-02-10"
+    trends.land(day, GOOD)
+    assert trends.run(STEADY, day).success
+    published = time.time()
+    location = LoadableTargetOrigin(python_file=str(TRENDS / "location.py"), attribute="defs")
+    origin = InProcessCodeLocationOrigin(location)
+    states = []
+    with WorkspaceProcessContext(trends.instance, InProcessTestWorkspaceLoadTarget(origin)) as workspace:
+        for hours in (1, 25, 31):
+            with freeze_time(published + hours * 3600):
+                list(FreshnessDaemon().run_iteration(workspace))
+            record = trends.instance.get_freshness_state_records([dg.AssetKey(STEADY)])[dg.AssetKey(STEADY)]
+            states.append(record.freshness_state)
+    assert states == [FreshnessState.PASS, FreshnessState.WARN, FreshnessState.FAIL]

@@ -52,7 +52,7 @@ def test_a_day_with_23_of_its_24_hours_observed_is_refused_until_the_last_hour(w
     assert not refused.success
     message = failure(refused)
     assert "partition 2021-06-03 not computed" in message
-    assert "central.raw_order_events 2021-06-03-23:00 (not published)" in message
+    assert "central.raw_order_events 2021-06-03-23:00 (not landed)" in message
     assert "2021-06-03-22:00" not in message
     assert day.isoformat() not in published(world, DESCRIPTORS)
     assert not Path(world.mesh.registry.location(*DESCRIPTORS)).exists()  # nothing was written
@@ -71,8 +71,8 @@ def test_a_range_over_days_that_never_landed_publishes_only_the_landed_days(worl
 
     assert not result.success
     message = failure(result)
-    assert "partition 2021-06-03 not computed: food_delivery.raw_orders 2021-06-03 (not published)" in message
-    assert "partition 2021-06-04 not computed: food_delivery.raw_orders 2021-06-04 (not published)" in message
+    assert "partition 2021-06-03 not computed: food_delivery.raw_orders 2021-06-03 (not landed)" in message
+    assert "partition 2021-06-04 not computed: food_delivery.raw_orders 2021-06-04 (not landed)" in message
     written = {e.materialization.partition for e in result.get_asset_materialization_events()}
     assert written == {"2021-06-01", "2021-06-02"}
     days = {r["p_date"] for r in world.table(*ORDERS).select("p_date").distinct().collect()}
@@ -104,7 +104,7 @@ class Shifted:
         self.defs = mesh_definitions(RELIABILITY)
         self.instance = dg.DagsterInstance.ephemeral()
 
-    def land(self, day: str, payloads: list[str]) -> None:
+    def land(self, day: str, payloads: list[str], observe: bool = True) -> None:
         d = date.fromisoformat(day)
         rows = [(i, p, d) for i, p in enumerate(payloads)]
         self.spark.createDataFrame(rows, "id bigint, payload string, p_date date").write.format("delta").mode(
@@ -112,14 +112,15 @@ class Shifted:
         ).partitionBy("p_date").option(
             "replaceWhere", replace_predicate("p_date", PartitionRange.from_keys(Grain.DAILY, day, day))
         ).save(self.mesh.registry.location("rel", "raw_events"))
-        observe_now(self.defs, self.instance, self.mesh)
+        if observe:
+            observe_now(self.defs, self.instance, self.mesh)
 
-    def run(self, day: str):
+    def run(self, day: str, table: str = "shifted_events"):
         return dg.materialize(
             executable_assets(self.defs),
             instance=self.instance,
             resources={"mesh": self.mesh},
-            selection=[dg.AssetKey(["rel", "shifted_events"])],
+            selection=[dg.AssetKey(["rel", table])],
             partition_key=day,
             raise_on_error=False,
         )
@@ -157,6 +158,29 @@ def test_every_write_refuses_rows_outside_its_partitions_also_the_first(spark, t
     assert date(2021, 6, 2) + timedelta(days=1) not in {r["p_date"] for r in rows}
 
 
+def test_a_landed_partition_not_yet_observed_is_refused_saying_so_and_how_to_observe_it(spark, tmp_path):
+    rel = Shifted(spark, tmp_path)
+    rel.land("2021-06-01", ["ok"], observe=False)  # landed; the observer has not ticked since
+
+    first = rel.run("2021-06-01", "events")
+
+    assert not first.success
+    unobserved = "rel.raw_events 2021-06-01 (landed, not observed yet by rel__observe_external_tables)"
+    assert f"partition 2021-06-01 not computed: {unobserved}" in failure(first)
+    assert "never published" not in failure(first)
+    assert "observe_now(defs, instance, mesh)" in failure(first)
+
+    observe_now(rel.defs, rel.instance, rel.mesh)
+    assert rel.run("2021-06-01", "events").success
+    rel.land("2021-06-02", ["ok"], observe=False)
+    later = rel.run("2021-06-02", "events")
+    assert "rel.raw_events 2021-06-02 (landed, not observed yet by rel__observe_external_tables)" in failure(later)
+
+    missing = rel.run("2021-06-03", "events")
+    assert "partition 2021-06-03 not computed: rel.raw_events 2021-06-03 (not landed)" in failure(missing)
+    assert "observe_now" not in failure(missing)
+
+
 def test_a_manual_cli_run_of_a_day_not_ready_fails_naming_the_input_and_writes_nothing(spark, tmp_path):
     """``dagster asset materialize --partition`` as an operator types it, in its own process, on the instance
     the observer reports to: raw sales landed for 2021-06-01 only, the daily total of 2021-06-02 asked for."""
@@ -178,8 +202,8 @@ def test_a_manual_cli_run_of_a_day_not_ready_fails_naming_the_input_and_writes_n
 
     assert run.returncode != 0
     output = run.stdout + run.stderr
-    assert "partition 2021-06-02 not computed: tr.raw_sales 2021-06-02 (not published)" in output
-    assert "2021-06-01 (not published)" not in output
+    assert "partition 2021-06-02 not computed: tr.raw_sales 2021-06-02 (not landed)" in output
+    assert "2021-06-01 (not" not in output
     assert not Path(sales.mesh.registry.location(*DAILY.path)).exists()  # nothing was written
     with dg.DagsterInstance.from_config(str(home)) as instance:
         [failed] = instance.get_runs()

@@ -1,6 +1,6 @@
 """Staleness as the Dagster UI shows it: a re-landed external day makes what was computed from it stale, level
-by level, partition by partition, with the reason; ``mesh stale`` lists it; the automation recomputes it and
-nothing is stale after. Changed code makes what it computed stale too.
+by level, partition by partition, with the reason; ``mesh stale`` and ``mesh health`` list it; the automation
+recomputes it and nothing is stale after. Changed code makes what it computed stale too.
 
 The webserver serves a copy of the fixture mesh over the test's instance: its GraphQL API is what the UI asks.
 """
@@ -85,6 +85,13 @@ def test_a_relanded_day_makes_its_consumers_stale_until_automation_recomputes_th
         printed = capsys.readouterr().out
         assert "tr/daily_sales 2021-06-01: upstream data changed: tr/raw_sales 2021-06-01" in printed
         assert "1 stale partition(s)" in printed
+        assert main(["health"]) == 1  # the stale day beside any invalid or suspect one, with what clears it
+        health = " ".join(capsys.readouterr().out.split())
+        assert (
+            "tr/daily_sales stale 2021-06-01: upstream data changed: tr/raw_sales 2021-06-01 has a new data version "
+            "clear: mesh backfill tr/daily_sales --start 2021-06-01 --end 2021-06-01" in health
+        )
+        assert health.endswith("1 partition(s) of 1 table(s) invalid, suspect, failing a check or stale")
 
         wanted, cursor = requested(sales, cursor)
         assert wanted == {DAILY: {"2021-06-01"}, TWO_DAY: {"2021-06-01", "2021-06-02"}}  # what read it, level by level

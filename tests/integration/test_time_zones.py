@@ -8,6 +8,10 @@ product reading a day's 24 hours (``day_events``) and an hourly SQL product (``h
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -150,3 +154,25 @@ def test_mesh_ingest_lands_the_hours_it_names(world: World, tmp_path: Path, monk
     assert printed == [f"landed central.raw_order_events {h:%Y-%m-%d %H}:00 UTC" for h in hours]
     assert sorted(hour_keys(table, "p_hour")) == sorted(key_of(h) for h in hours for _ in generator.raw_order_events(h))
     assert observed == [key_of(h) for h in hours]
+
+
+def test_a_driver_started_under_madrid_time_writes_the_utc_hours(tmp_path: Path) -> None:
+    """The JVM takes its default zone from ``TZ`` when it starts and Mesh does not pin it: a driver process
+    started under Europe/Madrid has a Madrid JVM, a UTC Spark session, and writes each hour around the clock
+    change at its UTC instant, in the partition Dagster records."""
+    env = {**os.environ, "TZ": "Europe/Madrid"}
+    done = subprocess.run(
+        [sys.executable, str(FIXTURE.parent / "driver.py"), str(tmp_path / "warehouse")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (said["session_zone"], said["user_timezone"]) == ("UTC", "Europe/Madrid")
+    hours = generator.hours(DAYS[1])[:4]
+    assert said["recorded"] == [key_of(h) for h in hours]
+    assert said["rows"] == [
+        [key_of(h), int(h.timestamp()), int(h.timestamp()), len(generator.raw_order_events(h))] for h in hours
+    ]

@@ -58,12 +58,13 @@ def stop(process: subprocess.Popen, grace: float = 20) -> None:
     process.wait(10)
 
 
-def run(command: Sequence[str], log: Path, env: dict[str, str], timeout: float = 600) -> str:
-    """Run ``command`` to completion in its own process group (killed with its children on timeout); its
-    stdout, with stderr appended to ``log``. Raises with the log's tail when it fails."""
+def run(command: Sequence[str], log: Path, env: dict[str, str], timeout: float = 600, cwd: Path | None = None) -> str:
+    """Run ``command`` to completion in its own process group (killed with its children on timeout), in ``cwd``
+    (default: this process's); its stdout, with stderr appended to ``log``. Raises with the log's tail when it
+    fails."""
     with log.open("ab") as err:
         process = subprocess.Popen(
-            list(command), stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True, text=True
+            list(command), stdout=subprocess.PIPE, stderr=err, env=env, start_new_session=True, text=True, cwd=cwd
         )
         try:
             out, _ = process.communicate(timeout=timeout)

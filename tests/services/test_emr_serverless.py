@@ -63,7 +63,9 @@ class EmrOnThisMachine:
                 args += [flag, value]
         jars = ",".join(str(j) for j in cached(get_settings().jars_path))
         command = [spark_submit(get_settings()), "--master", "local[1]", "--conf", f"spark.jars={jars}", *args]
-        run([*command, str(entry)], self.workdir / "driver.log", env)
+        # EMR runs the driver in a working directory of its own, where Spark's default warehouse goes (the
+        # job's configuration is the application's, not a local session's): never the checkout.
+        run([*command, str(entry)], self.workdir / "driver.log", env, cwd=self.workdir)
         return response
 
     def get_application(self, **params: Any) -> dict:

@@ -127,7 +127,7 @@ def test_a_launched_range_publishes_refuses_and_records_what_local_mode_does(
         ("not_null_id_city", "2021-06-02")
     }
     assert "check not_null_id_city on partition 2021-06-02 failed (1 failing rows)" in got["failure"]
-    assert "partition 2021-06-03 not computed: shop.raw_orders 2021-06-03 (not published)" in got["failure"]
+    assert "partition 2021-06-03 not computed: shop.raw_orders 2021-06-03 (not landed)" in got["failure"]
     # one commit of the good day, by this run, with local mode's rows
     location = mesh.registry.location(*shop.ORDERS)
     history = DeltaTable.forPath(spark, location).history().collect()

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.automation_condition_sensor_definition import MAX_ENTITIES
 from runless import report_checks
 
 from mesh_assets.assets.outputs import build_output_asset
 from mesh_assets.assets.specs import external_spec
+from mesh_assets.automation import sensors as sensors_module
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import DomainSpecs
@@ -319,3 +321,48 @@ def test_the_domain_sensor_runs_in_its_code_server_over_its_own_location() -> No
     requested, cursor = evaluate(cursor)
     assert ("down/report", "2024-01-09") in requested and ("down/relaxed", "2024-01-08") in requested
     assert ("down/report", "2024-01-08") not in requested  # its input's blocking check failed
+
+
+def test_a_domain_past_dagsters_limit_gets_a_second_sensor_and_each_requests_its_own_assets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Dagster evaluates at most 500 assets per sensor evaluated in a code server, so a domain with more gets
+    ``<domain>__automation_2`` and so on; with the limit at 2 here (500 outputs cost a minute), a domain of 3
+    outputs gets ``big__automation`` (2) and ``big__automation_2`` (1), and each tick requests only its own."""
+    assert sensors_module.MAX_TARGETS == MAX_ENTITIES
+    monkeypatch.setattr(sensors_module, "MAX_TARGETS", 2)
+    every = domains()
+    up = list(MeshGraph({"up": every["up"]}).tables.values())
+    big = _product("big", "big", [(Output(table=f"t{i}"), {"clean": _same("up.clean")}) for i in range(3)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        defs = build_definitions({"big": DomainSpecs("big", Path("."), [big])}, only={"big"}, extra=up)
+    graph = defs.resolve_asset_graph()
+    sensors = {s.name: s for s in defs.sensors if s.name.startswith("big__automation")}
+    assert {name: s.asset_selection.resolve(graph) for name, s in sensors.items()} == {
+        "big__automation": {dg.AssetKey(["big", "t0"]), dg.AssetKey(["big", "t1"])},
+        "big__automation_2": {dg.AssetKey(["big", "t2"])},
+    }
+
+    instance = dg.DagsterInstance.ephemeral()
+    repository = defs.get_repository_def()
+    cursors: dict[str, str | None] = {}
+
+    def tick(name: str) -> set[tuple[str, str]]:
+        with dg.build_sensor_context(instance=instance, cursor=cursors.get(name), repository_def=repository) as ctx:
+            result = sensors[name](ctx)
+        cursors[name] = result.cursor
+        requested = set()
+        for request in result.run_requests:
+            if request.asset_graph_subset is not None:
+                pairs = request.asset_graph_subset.iterate_asset_partitions()
+                requested |= {(p.asset_key.to_user_string(), p.partition_key) for p in pairs}
+            else:
+                requested |= {(k.to_user_string(), request.partition_key) for k in request.asset_selection or ()}
+        return requested
+
+    assert tick("big__automation") == tick("big__automation_2") == set()  # the first tick sets the cursor
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=CLEAN, partition="2024-01-09"))
+    report_checks(instance, CLEAN, "2024-01-09", valid=True, not_null_id=True)
+    assert tick("big__automation_2") == {("big/t2", "2024-01-09")}
+    assert tick("big__automation") == {("big/t0", "2024-01-09"), ("big/t1", "2024-01-09")}

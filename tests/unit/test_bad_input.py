@@ -53,9 +53,9 @@ def errors() -> list[SpecError]:
 
 def test_sql_that_writes_is_refused(errors):
     assert [e for e in errors if e.file.endswith("/writes/defs.yaml")] == [
-        E("defs/writes/defs.yaml", 8, "tables.0.sql", "SQL must be a single read-only query (SELECT ...), not DELETE"),
-        E("defs/writes/defs.yaml", 11, "tables.1.sql", "SQL must be a single query, found 2 statements"),
-        E("defs/writes/defs.yaml", 14, "tables.2.sql", "SQL must be a single read-only query (SELECT ...), not INSERT"),
+        E("defs/writes/defs.yaml", 10, "tables.0.sql", "SQL must be a single read-only query (SELECT ...), not DELETE"),
+        E("defs/writes/defs.yaml", 13, "tables.1.sql", "SQL must be a single query, found 2 statements"),
+        E("defs/writes/defs.yaml", 16, "tables.2.sql", "SQL must be a single read-only query (SELECT ...), not INSERT"),
     ]
 
 
@@ -108,15 +108,15 @@ def test_malformed_checks_windows_and_columns_are_refused(errors):
         E(
             "defs/checks/defs.yaml",
             12,
-            "tables.0.checks.0.accepted_values.column",
+            "tables.0.checks.0.column",
             f"Value error, invalid identifier 'kind; DROP TABLE x': {IDENT}",
         ),
-        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.not_null.columns", "Field required"),
-        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.not_null.colums", "unknown field 'colums'"),
+        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.columns", "Field required"),
+        E("defs/checks/defs.yaml", 13, "tables.0.checks.1.colums", "unknown field 'colums'"),
         E(
             "defs/checks/defs.yaml",
             14,
-            "tables.0.checks.2.row_count.min",
+            "tables.0.checks.2.min",
             "Input should be a valid integer, unable to parse string as an integer",
         ),
         E("defs/checks/defs.yaml", 16, "tables.1.inputs.orders.window.n", "Input should be less than or equal to 3660"),

@@ -17,7 +17,9 @@ from planning import planning_instance
 from rich.console import Console
 
 from mesh_assets import definitions
+from mesh_assets.change import git_entries
 from mesh_assets.cli import main
+from mesh_assets.cli.commands import mesh_catalog
 from mesh_assets.compat import CODE_VERSION_TAG
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
@@ -284,3 +286,21 @@ def test_apply_launches_the_plans_partitions_as_one_backfill(tmp_path, monkeypat
     }
     assert launched_partitions == {p["asset"]: p["partitions"] for p in plan["partitions"]}
     assert backfill.tags["mesh/launched_by"] == "mesh apply" and backfill.tags["mesh/plan_base"] == "HEAD"
+
+
+def test_against_a_git_base_only_the_domains_whose_files_changed_are_discovered_again(repo, capsys):
+    working = mesh_catalog()
+    unchanged = git_entries("HEAD", repo.domains, 60, working=working)
+    assert unchanged.keys() == working.keys() == {"finance", "reports", "shop"}
+    assert all(unchanged[name] is working[name] for name in working)  # taken as they are: nothing discovered
+
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id, amount * 2 AS amount FROM")
+    edited = mesh_catalog()
+    base = git_entries("HEAD", repo.domains, 60, working=edited)
+    assert base["finance"] is edited["finance"] and base["reports"] is edited["reports"]
+    assert base["shop"] is not edited["shop"]  # discovered from HEAD's files: the committed SQL
+    [committed] = [t for t in base["shop"].tables if t.name == "orders"]
+    [now] = [t for t in edited["shop"].tables if t.name == "orders"]
+    assert committed.code_version == repo.graph.get("shop", "orders").code_version != now.code_version
+    assert main.main(["plan", "--base", "HEAD"]) == 0
+    assert "~ shop.orders" in capsys.readouterr().out

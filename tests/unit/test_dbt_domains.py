@@ -4,20 +4,25 @@ partition, owner and contacts come from its own config, else from its domain's `
 
 from __future__ import annotations
 
+import shutil
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from rich.console import Console
 
+from mesh_assets.cli import main as cli
 from mesh_assets.dbt.assets import sources_read
 from mesh_assets.dbt.catalog import dbt_tables
 from mesh_assets.dbt.nodes import models_of
-from mesh_assets.dbt.project import load_manifest
+from mesh_assets.dbt.project import load_manifest, prepare
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.errors import SpecValidationError, relative
 from mesh_assets.model.product import DEFAULT_START, Contact
+from mesh_assets.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +112,64 @@ def test_a_domains_dbt_run_needs_only_the_sources_its_own_models_read() -> None:
         ("food_delivery", "delivery_times_7_days"),
         ("food_delivery", "orders"),
     ]
+
+
+BROKEN_JINJA = "{{ config(materialized='table') }}\nSELECT {{ ref('stg_orders' }} AS orders\n"
+READS_BROKEN = "{{ config(materialized='table') }}\nSELECT * FROM {{ ref('broken_jinja') }}\n"
+
+
+def test_one_domains_unparsable_dbt_model_costs_its_own_domain_not_the_others_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """growth's model with a Jinja error (and growth's model reading it) are set aside: the manifest holds every
+    other model, analytics' location builds its models, growth's fails naming the file and line, ``mesh
+    validate`` says so, and nothing is written in the project outside ``target/``."""
+    project = tmp_path / "dbt_project"
+    shutil.copytree(ROOT / "dbt_project", project, ignore=shutil.ignore_patterns("target", "logs"))
+    (project / "models" / "growth").mkdir()
+    (project / "models" / "growth" / "broken_jinja.sql").write_text(BROKEN_JINJA)
+    (project / "models" / "growth" / "reads_broken.sql").write_text(READS_BROKEN)
+    before = sources(project)
+    monkeypatch.setenv("MESH_DBT_PROJECT_DIR", str(project))
+    monkeypatch.setattr(cli, "console", Console(width=400, no_color=True, highlight=False))
+    monkeypatch.chdir(ROOT)
+    get_settings.cache_clear()
+    try:
+        prepare(str(tmp_path / "warehouse"))
+
+        manifest = load_manifest()
+        assert {n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model"} == {
+            "stg_orders",
+            "city_daily_kpis",
+            "restaurant_daily_orders",
+        }
+        domains = load_all(ROOT / "domains")
+        assert dbt_keys(build_definitions(domains, only={"analytics"}, dbt=True)) == {
+            "analytics/stg_orders",
+            "analytics/city_daily_kpis",
+        }
+        with pytest.raises(SpecValidationError) as refused:
+            build_definitions(domains, only={"growth"}, dbt=True)
+        [jinja, reads] = [str(e) for e in refused.value.errors]
+        where = relative(project / "models" / "growth")
+        assert jinja.startswith(
+            f"{where}/broken_jinja.sql:2: dbt could not parse it, so it is set aside: Compilation Error in model "
+            "broken_jinja (models/growth/broken_jinja.sql); unexpected '}', expected ')'"
+        )
+        assert reads.startswith(f"{where}/reads_broken.sql: dbt could not parse it, so it is set aside: ")
+        assert "depends on a node named 'broken_jinja' which was not found" in reads
+
+        monkeypatch.setenv("MESH_DOMAINS_DIR", str(ROOT / "domains"))
+        get_settings.cache_clear()
+        assert cli.main(["validate"]) == 1
+        out = capsys.readouterr().out
+        assert f"error {where}/broken_jinja.sql:2: dbt could not parse it" in out
+        assert "domains that will fail to load: growth" in out
+    finally:
+        get_settings.cache_clear()
+    assert sources(project) == before
+
+
+def sources(project: Path) -> list[Path]:
+    """The project's files, but what dbt writes (``target/``, ``logs/``)."""
+    return sorted(p for p in project.rglob("*") if not {"target", "logs"} & set(p.relative_to(project).parts))

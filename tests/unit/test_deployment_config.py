@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from pydantic import ValidationError
 
 from mesh_assets.cli import commands
 from mesh_assets.engine.connect_server import SERVER_CLASS, server_command
@@ -158,3 +159,37 @@ def test_the_session_time_zone_stays_utc_whatever_the_settings_say():
 
     settings = MeshSettings(spark={"conf": {"spark.sql.session.timeZone": "Europe/Madrid"}})
     assert spark_conf(settings)["spark.sql.session.timeZone"] == "UTC"
+
+
+def documented_production_config() -> str:
+    """The example production ``mesh.yaml`` of docs/deployment.md, as written there."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    return text.split("### Example production `mesh.yaml`", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_production_config_loads_and_a_key_mesh_does_not_know_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key of the documented example means something; a stray one (the example once had a
+    ``partition_start`` that nothing read; first partitions are a product's or its domain's ``start_date``) or a
+    typo in a section is refused by name instead of being ignored."""
+    config = tmp_path / "mesh.yaml"
+    monkeypatch.setenv("MESH_CONFIG", str(config))
+    config.write_text(documented_production_config())
+    loaded = MeshSettings()
+    assert (loaded.instance, loaded.warehouse, loaded.lineage.undeclared_reads_for("finance")) == (
+        "postgres",
+        "s3a://acme-mesh/warehouse",
+        "error",
+    )
+    for stray, name in [
+        ('partition_start: "2021-01-01"\n', "partition_start"),
+        ("automation:\n  intervall_seconds: 5\n", "automation.intervall_seconds"),
+        ("spark:\n  mastr: local[2]\n", "spark.mastr"),
+    ]:
+        config.write_text(stray)
+        with pytest.raises(ValidationError) as refused:
+            MeshSettings()
+        assert [(".".join(map(str, e["loc"])), e["type"]) for e in refused.value.errors()] == [
+            (name, "extra_forbidden")
+        ]

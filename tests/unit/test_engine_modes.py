@@ -5,6 +5,7 @@ that are refused before a run."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -190,7 +191,9 @@ def test_a_failure_in_the_application_fails_the_step_with_its_own_words(tmp_path
         reported_outcome([], node, None)
 
 
-def test_a_refusal_in_a_local_run_fails_the_step_as_a_submitted_one_does(tmp_path: Path) -> None:
+def test_a_refusal_in_a_local_run_fails_the_step_as_a_submitted_one_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The body raises Mesh's refusals without Dagster (it may run as a Spark application); in the step they
     become the ``dg.Failure`` a submitted run's report becomes: same words, metadata and error class."""
     node = totals_node(tmp_path)  # classified l1: other errors lose their words
@@ -209,9 +212,17 @@ def test_a_refusal_in_a_local_run_fails_the_step_as_a_submitted_one_does(tmp_pat
 
     with pytest.raises(dg.Failure) as quoting, step_failures(node.table):
         raise ValueError("The value 'ann@example.org' cannot be cast to BIGINT")
-    assert (
-        quoting.value.description == "shop.totals failed: [ValueError] (message withheld: shop.totals is classified l1)"
+    here = f"raised at {Path(__file__).relative_to(Path.cwd())}:"
+    own_line = "in test_a_refusal_in_a_local_run_fails_the_step_as_a_submitted_one_does"
+    assert re.fullmatch(
+        re.escape(f"shop.totals failed: [ValueError] {here}")
+        + r"\d+ "
+        + re.escape(f"{own_line} (message withheld: ")
+        + re.escape("shop.totals is classified l1; the full error is in the run's compute log (stderr))"),
+        quoting.value.description,
     )
+    assert quoting.value.metadata["error"].value == "ValueError"
+    assert "ValueError: The value 'ann@example.org' cannot be cast" in capsys.readouterr().err  # the compute log
     own = dg.Failure(description="shop.totals: no partitions to check")
     with pytest.raises(dg.Failure) as passed, step_failures(node.table):
         raise own
@@ -224,7 +235,10 @@ def test_an_application_error_of_a_classified_table_reaches_the_step_as_its_clas
     message = json.loads(json.dumps({"failure": failure_json(quoting, node)}))
     with pytest.raises(SubmittedRunFailed) as raised:
         reported_outcome([message], node, None)
-    withheld = "shop.totals failed: [ValueError] (message withheld: shop.totals is classified l1)"
+    withheld = (
+        "shop.totals failed: [ValueError] "
+        "(message withheld: shop.totals is classified l1; the full error is in the run's compute log (stderr))"
+    )
     assert raised.value.description == withheld
     refused = RowsOutsidePartitions(description="shop.totals: rows outside the run's partitions were refused")
     assert failure_json(refused, node)["description"] == refused.description  # Mesh's own words are kept

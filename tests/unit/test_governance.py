@@ -129,22 +129,30 @@ def test_invalid_domain_folder_name(folder: str, tmp_path: Path, monkeypatch: py
 
 def test_sql_that_does_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("bad_sql", monkeypatch) == [
-        E("sales/defs/orders/defs.yaml", 10, "tables.0.sql", "SQL does not parse (line 3, col 4): Expecting )"),
+        E("sales/defs/orders/defs.yaml", 13, "tables.0.sql", "SQL does not parse (line 3, col 4): Expecting )"),
     ]
 
 
 def test_sql_reading_undeclared_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     # the CTE name "recent" is not a table; an unqualified table name is rejected
+    # each at the line of its query's field (sql, sql_file), not of the table's entry
     assert errors_of("undeclared_sql", monkeypatch) == [
+        E("sales/defs/from_file/defs.yaml", 12, "tables.0.inputs.customerz", "unknown table sales.customerz"),
+        E(
+            "sales/defs/from_file/defs.yaml",
+            13,
+            "tables.0.sql_file",
+            "SQL reads sales.customers, which is not a declared input",
+        ),
         E(
             "sales/defs/orders/defs.yaml",
-            11,
+            14,
             "tables.0.sql",
             "SQL reads sales.raw_customers, which is not a declared input",
         ),
         E(
             "sales/defs/orders/defs.yaml",
-            17,
+            20,
             "tables.1.sql",
             "table 'raw_customers' must be qualified as <domain>.raw_customers",
         ),
@@ -202,6 +210,19 @@ def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.Mon
     ]
 
 
+def test_write_mode_full_on_a_partitioned_output_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partitioned run replaces the partitions it computed; ``write_mode: full`` there was once ignored,
+    so it is refused in YAML and in Python alike (``partitioning: none`` with it stays valid)."""
+    why = (
+        "Value error, write_mode: full is for unpartitioned outputs; a {} output overwrites the partitions it "
+        "computes: remove write_mode, or set partitioning: none to rewrite the whole table"
+    )
+    assert errors_of("write_mode", monkeypatch) == [
+        E("sales/defs/snapshots/defs.yaml", 11, "tables.0.write_mode", why.format("daily")),
+        E("sales/hourly.py", 6, "write_mode", why.format("hourly")),
+    ]
+
+
 def test_unknown_yaml_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert errors_of("unknown_field", monkeypatch) == [
         E("sales/defs/orders/defs.yaml", 7, "ownr", "unknown field 'ownr'"),
@@ -231,12 +252,6 @@ def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert errors_of("many_errors", monkeypatch) == [
         E("sales/customers.yaml", 3, "contacts", TOO_FEW),
         E("sales/customers.yaml", 4, "colour", "unknown field 'colour'"),
-        E(
-            "sales/defs/orders/defs.yaml",
-            12,
-            "tables.0.sql",
-            "SQL reads sales.raw_refunds, which is not a declared input",
-        ),
         E("sales/defs/orders/defs.yaml", 15, "tables.0.inputs.missing", "unknown table sales.missing"),
         E(
             "sales/defs/orders/defs.yaml",
@@ -244,7 +259,13 @@ def test_all_errors_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> Non
             "tables.0.inputs.raw_menus.window",
             "sales.raw_menus is not partitioned; use window 'all'",
         ),
-        E("sales/defs/orders/defs.yaml", 18, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
+        E(
+            "sales/defs/orders/defs.yaml",
+            17,
+            "tables.0.sql",
+            "SQL reads sales.raw_refunds, which is not a declared input",
+        ),
+        E("sales/defs/orders/defs.yaml", 21, "tables.1.sql", "SQL does not parse (line 1, col 15): Expecting )"),
         E(
             "sales/refunds.py",
             6,

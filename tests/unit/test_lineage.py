@@ -15,9 +15,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 from lineage_runs import WH, description, sql_run, validate
+from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.serde import Serde
 
+from mesh_assets.checks.outcomes import CheckOutcome
 from mesh_assets.cli import main
+from mesh_assets.lineage.capture import Reads
 from mesh_assets.lineage.columns import sql_lineage
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
 from mesh_assets.lineage.events import (
@@ -26,6 +29,8 @@ from mesh_assets.lineage.events import (
     run_uuid,
 )
 from mesh_assets.lineage.graph import graph_from_events, read_events
+from mesh_assets.lineage.run import ProductLineage
+from mesh_assets.model.checks import NotNull, Unique
 from mesh_assets.settings import MeshSettings, get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +113,16 @@ def test_events_validate_and_carry_the_facets():
     assert (out["namespace"], out["name"]) == ("file", f"{WH}/food_delivery/orders_7_days")
     assert out["outputFacets"]["outputStatistics"]["rowCount"] == 42
     assert [f["name"] for f in out["facets"]["schema"]["fields"]] == ["order_id", "p_date"]
-    assert out["facets"]["dataQualityAssertions"]["assertions"][0]["success"] is True
+    assert "dataQualityAssertions" not in out["facets"]  # an input facet in the spec, never an output's
+    assert complete["run"]["facets"]["test"]["tests"] == [
+        {
+            "name": "not_null_order_id",
+            "status": "pass",
+            "severity": "error",
+            "type": "not_null",
+            "params": {"column": "order_id"},
+        }
+    ]
     assert {i["name"] for i in complete["inputs"]} == set(d.reads)  # what Spark read, not what was declared
     assert complete["run"]["facets"]["mesh_undeclaredReads"]["tables"] == ["central.prices"]
     start = Serde.to_dict(build_event("START", d))
@@ -116,6 +130,63 @@ def test_events_validate_and_carry_the_facets():
     fail = Serde.to_dict(build_event("FAIL", d, error=RuntimeError("boom")))
     assert fail["run"]["facets"]["errorMessage"]["message"] == "boom"
     assert "errorMessage" not in complete["run"]["facets"]
+
+
+def test_check_results_are_the_runs_test_facet_per_check_and_partition():
+    """Checks judge the run's output before it is published: the spec's ``test`` run facet records each
+    verdict (``dataQualityAssertions`` is an input facet in the spec, for a run that tests what it reads)."""
+    d = sql_run()
+    outcomes = [
+        CheckOutcome(NotNull(columns=("order_id",)), "2021-06-04", passed=True),
+        CheckOutcome(Unique(keys=("order_id", "p_date"), severity="warn"), "2021-06-05", passed=False, failing_rows=3),
+    ]
+    ProductLineage(d).record(Reads(d.declared_inputs), outcomes, None)
+    complete = Serde.to_dict(build_event("COMPLETE", d))
+    validate(complete)
+    assert complete["run"]["facets"]["test"]["tests"] == [
+        {
+            "name": "not_null_order_id",
+            "status": "pass",
+            "severity": "error",
+            "type": "not_null",
+            "actual": "0",
+            "params": {"column": "order_id", "partition": "2021-06-04"},
+        },
+        {
+            "name": "unique_order_id_p_date",
+            "status": "fail",
+            "severity": "warn",
+            "type": "unique",
+            "description": "check unique_order_id_p_date on partition 2021-06-05 failed (3 failing rows)",
+            "actual": "3",
+            "params": {"column": "order_id,p_date", "partition": "2021-06-05"},
+        },
+    ]
+    assert all("dataQualityAssertions" not in o["facets"] for o in complete["outputs"])
+
+
+def test_a_facet_where_the_spec_does_not_allow_it_is_refused():
+    """The validator knows where each facet may go: a dataset facet in ``facets``, an input facet only in an
+    input's ``inputFacets``, an output facet only in an output's ``outputFacets``, a run facet on the run."""
+    complete = Serde.to_dict(build_event("COMPLETE", sql_run()))
+    out = complete["outputs"][0]
+    moved = copy.deepcopy(complete)
+    moved["outputs"][0]["facets"]["outputStatistics"] = out["outputFacets"]["outputStatistics"]
+    with pytest.raises(jsonschema.ValidationError, match=r"outputs\[0\]\.facets\.outputStatistics: Output"):
+        validate(moved)
+    moved = copy.deepcopy(complete)
+    moved["outputs"][0]["facets"]["dataQualityAssertions"] = Serde.to_dict(
+        dq.DataQualityAssertionsDatasetFacet(assertions=[dq.Assertion(assertion="not_null", success=True)])
+    )
+    with pytest.raises(jsonschema.ValidationError, match="extends InputDatasetFacet"):
+        validate(moved)
+    moved["inputs"][0]["inputFacets"] = {
+        "dataQualityAssertions": moved["outputs"][0]["facets"].pop("dataQualityAssertions")
+    }
+    validate(moved)  # where the spec defines it
+    moved["run"]["facets"]["schema"] = out["facets"]["schema"]
+    with pytest.raises(jsonschema.ValidationError, match=r"run\.facets\.schema: SchemaDatasetFacet"):
+        validate(moved)
 
 
 def test_mesh_facets_follow_the_schema_their_urls_name():

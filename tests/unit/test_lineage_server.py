@@ -4,13 +4,16 @@ its lineage endpoint, and `mesh backfill --downstream --from-lineage` plans from
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from lineage_runs import sql_run, validate
 from lineage_server import lineage_server
 from planning import landed, planning_instance
+from rich.console import Console
 
 from mesh_assets import mesh_definitions
 from mesh_assets.backfill import plan_backfill
@@ -20,6 +23,7 @@ from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
+from mesh_assets.lineage.run import run_events
 from mesh_assets.settings import MeshSettings, get_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -121,3 +125,94 @@ def test_backfill_from_lineage_with_no_server_plans_nothing(monkeypatch, capsys)
     finally:
         get_settings.cache_clear()
     assert "could not be read" in " ".join(capsys.readouterr().out.split())
+
+
+def test_mesh_lineage_columns_reads_the_servers_column_lineage_endpoint(monkeypatch, capsys):
+    """Marquez's graph endpoint carries no column lineage on dataset nodes: `--columns` asks
+    `GET /api/v1/column-lineage?nodeId=dataset:<ns>:<name>`, answered from the COMPLETE events' facets."""
+    served = lineage_server()
+    try:
+        client = make_client(MeshSettings(lineage={"transport": "http", "url": served.url}))
+        d = sql_run()
+        d.columns = {
+            "order_id": [(f"{WH}/food_delivery/orders", "id")],
+            "menu_id": [(f"{WH}/food_delivery/menus", "id")],
+        }
+        assert emit(client, build_event("START", d)) and emit(client, build_event("COMPLETE", d))
+        monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+        monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+        get_settings.cache_clear()
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--format", "json"]) == 0
+        graph = json.loads(capsys.readouterr().out)["graph"]
+        assert not any("columnLineage" in n["data"] for n in graph)  # as Marquez answers it
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--columns"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert main.main(["lineage", "dataset:file:/wh/food_delivery/orders", "--columns"]) == 2
+        said = " ".join(capsys.readouterr().out.split())
+    finally:
+        get_settings.cache_clear()
+        served.shutdown()
+    assert lines[0] == "flowchart LR"
+    assert '    subgraph d0["/wh/food_delivery/menus"]' in lines and '        d0c0["id"]' in lines
+    assert '    subgraph d2["/wh/food_delivery/orders_7_days"]' in lines
+    assert sorted(line.strip() for line in lines if "-->" in line) == ["d0c0 --> d2c0", "d1c0 --> d2c1"]
+    assert "no column lineage recorded for dataset:file:/wh/food_delivery/orders" in said
+
+
+def test_validate_lineage_reads_the_runs_on_the_lineage_server(monkeypatch, capsys):
+    """With events going over HTTP the files hold nothing: `mesh validate --lineage` reads the server's events
+    (Marquez's `GET /api/v1/events/lineage`), and says so in red when it cannot."""
+    served = lineage_server()
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(ROOT / "tests" / "fixtures" / "lineage" / "domains"))
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+    monkeypatch.setattr(main, "console", Console(width=250, no_color=True))
+    get_settings.cache_clear()
+    try:
+        client = make_client(get_settings())
+        assert emit(client, build_event("START", sql_run())) and emit(client, build_event("COMPLETE", sql_run()))
+        assert main.main(["validate", "--lineage"]) == 0
+        said = " ".join(capsys.readouterr().out.replace("│", " ").split())
+        served.shutdown()
+        assert main.main(["validate", "--lineage"]) == 2
+        down = " ".join(capsys.readouterr().out.split())
+    finally:
+        get_settings.cache_clear()
+    assert f"Undeclared reads in recent runs (the latest 5000 events of the lineage server at {served.url})" in said
+    assert "food_delivery.orders_7_days" in said and "central.prices" in said
+    assert f"error lineage: undeclared reads not checked: the lineage server at {served.url} could not be read" in down
+
+
+def test_namespace_prefix_keeps_two_deployments_apart_on_one_server(monkeypatch, capsys):
+    """`MESH_LINEAGE__NAMESPACE_PREFIX` goes before the namespaces Mesh names (jobs, the Dagster parent, the
+    `<domain>.<table>` symlinks); datasets keep their location's namespace, as other producers name them."""
+    served = lineage_server()
+    monkeypatch.setenv("MESH_LINEAGE__TRANSPORT", "http")
+    monkeypatch.setenv("MESH_LINEAGE__URL", served.url)
+    monkeypatch.setenv("MESH_LINEAGE__NAMESPACE_PREFIX", "prod.")
+    get_settings.cache_clear()
+    try:
+        with run_events(logging.getLogger(__name__), get_settings(), sql_run()):
+            pass
+        assert main.main(["lineage", "food_delivery.orders_7_days", "--upstream", "--format", "json"]) == 0
+        nodes = {n["id"] for n in json.loads(capsys.readouterr().out)["graph"]}
+    finally:
+        get_settings.cache_clear()
+        served.shutdown()
+    start, complete = served.events
+    for event in (start, complete):
+        validate(event)
+        assert event["job"]["namespace"] == "prod.food_delivery"
+        assert event["run"]["facets"]["parent"]["job"]["namespace"] == "prod.dagster"
+        assert event["outputs"][0]["namespace"] == "file"
+        assert event["outputs"][0]["facets"]["symlinks"]["identifiers"][0]["namespace"] == "prod.mesh"
+    orders = next(i for i in complete["inputs"] if i["name"] == f"{WH}/food_delivery/orders")
+    assert orders["facets"]["symlinks"]["identifiers"][0] == {
+        "namespace": "prod.mesh",
+        "name": "food_delivery.orders",
+        "type": "TABLE",
+    }
+    assert "job:prod.food_delivery:food_delivery.orders_7_days" in nodes
+    assert f"dataset:file:{WH}/food_delivery/orders" in nodes
+    with pytest.raises(ValueError, match=r"namespace_prefix 'prod' must end with one of \. _ - / :"):
+        MeshSettings(lineage={"namespace_prefix": "prod"})

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-RUN_SIDE = {"pyspark", "py4j", "delta", "deltalake", "openlineage", "dagster_dbt"}
+RUN_SIDE = {"pyspark", "py4j", "delta", "deltalake", "openlineage", "dagster_dbt", "dagster_pyspark", "dagster_spark"}
 
 LOAD = """
 import sys

@@ -20,7 +20,7 @@ def test_every_domain_folder_is_a_code_location():
 
 def test_the_readme_adds_a_domain_with_an_entry_shaped_like_the_workspace():
     section = (ROOT / "README.md").read_text().split("## Adding a domain", 1)[1].split("\n## ", 1)[0]
-    (entry,) = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S)[1])
+    (entry,) = yaml.safe_load(re.search(r"cat >> workspace.yaml <<'EOF'\n(.*?)EOF", section, re.S)[1])
     served = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"][0]
     assert entry.keys() == served.keys() and entry["python_file"].keys() == served["python_file"].keys()
     assert entry["python_file"]["relative_path"] == f"domains/{entry['python_file']['location_name']}/definitions.py"
