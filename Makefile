@@ -56,13 +56,18 @@ demo: setup
 	$(BIN)/mesh demo $(DEMO_ARGS)
 
 # Always on the loopback; `make dev DEV_PORT=3001 DEV_WORKSPACE=other.yaml` serves another port or workspace.
+# The terminal shows Dagster's warnings and errors, not its INFO lines (every daemon's ticks) nor its advice to
+# use `dg dev` (this target is the command): `make dev DEV_LOG_LEVEL=info` shows them all.
 DEV_PORT      ?= 3000
 DEV_WORKSPACE ?= workspace.yaml
+DEV_LOG_LEVEL ?= warning
 
 # `mesh setup` again: the jars and the instance the settings ask for now (an s3a:// warehouse, postgres).
 dev: setup
 	$(BIN)/mesh setup --no-archive
-	$(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT)
+	@echo "Dagster UI on http://127.0.0.1:$(DEV_PORT) once its code locations load; Ctrl-C stops it"
+	@PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+	  $(BIN)/dagster dev -w $(DEV_WORKSPACE) -h 127.0.0.1 -p $(DEV_PORT) --log-level $(DEV_LOG_LEVEL)
 
 # Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
 # server it started (daemon, webserver, cluster, Postgres, a run's own Spark) the others compute; the suite

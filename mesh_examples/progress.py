@@ -1,7 +1,10 @@
 """The demo's progress: one line per data product with its partitions published out of those planned.
 
 On a terminal a live rich display; elsewhere (CI logs, ``| tee``, ``--verbose``) a plain line as each stage
-starts and each product completes, so a log reads top to bottom without escape codes.
+starts and each product completes, so a log reads top to bottom without escape codes. The live display (the
+stages above, one bar per product below) leaves ``sys.stdout`` and ``sys.stderr`` alone: rich would otherwise
+redirect them onto the screen, and every library's log would scroll over the bars instead of going where the
+CLI sent it, the demo's log file.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import dagster as dg
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from mesh_examples.run import DemoListener, Planned
@@ -28,6 +32,7 @@ class DemoProgress(DemoListener):
         self.expected: dict[Product, set[tuple[dg.AssetKey, str | None]]] = defaultdict(set)
         self.done: dict[Product, set[tuple[dg.AssetKey, str | None]]] = defaultdict(set)
         self.failures: list[str] = []
+        self.stages = Progress(SpinnerColumn(finished_text="[green]✓[/green]"), TextColumn("{task.description}"))
         self.display = Progress(
             SpinnerColumn(finished_text="[green]✓[/green]"),
             TextColumn("{task.fields[domain]}"),
@@ -36,27 +41,30 @@ class DemoProgress(DemoListener):
             TextColumn("{task.fields[count]}"),
             console=console,
         )
+        self.view = Live(
+            Group(self.stages, self.display), console=console, redirect_stdout=False, redirect_stderr=False
+        )
         self.tasks: dict[Product, TaskID] = {}
         self.current: TaskID | None = None
 
     def __enter__(self) -> DemoProgress:
         if self.live:
-            self.display.start()
+            self.view.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.current is not None:
-            self.display.update(self.current, total=1, completed=1)
+            self.stages.update(self.current, total=1, completed=1)
         if self.live:
-            self.display.stop()
+            self.view.stop()
 
     def stage(self, text: str) -> None:
         if not self.live:
             self.console.print(text, highlight=False)
             return
         if self.current is not None:
-            self.display.update(self.current, total=1, completed=1)
-        self.current = self.display.add_task("", total=None, domain=text, product="", count="")
+            self.stages.update(self.current, total=1, completed=1)
+        self.current = self.stages.add_task(text, total=None)
 
     def planned(self, tables: list[Planned]) -> None:
         for table in tables:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 DEMO_START = date(2021, 6, 1)
 DEMO_DAYS = 14
+HISTORY_DAYS = 30
+"""The example's history, June 2021: its domains' tables end there (``end_date: 2021-07-01`` in each
+``domain.yaml``), so that Dagster's UI lists its 30 days rather than every day since."""
 DEMO_JOB = "mesh_demo"
 
 

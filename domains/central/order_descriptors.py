@@ -12,7 +12,6 @@ from mesh_assets import Freshness, Input, NotNull, Output, Product, Unique, same
 order_descriptors = Product(
     "order_descriptors",
     description="One row per order and day, describing the order as of that day's events.",
-    end_date="2021-07-01",  # it reads central.raw_order_events, whose example history stops with June 2021
 )
 
 

@@ -15,7 +15,6 @@ EARTH_RADIUS_KM = 6371.0
 courier_distances = Product(
     "courier_distances",
     description="Distances couriers travel per delivered order, from central's order descriptors.",
-    end_date="2021-07-01",  # it reads central.raw_order_events, whose example history stops with June 2021
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -277,7 +278,11 @@ def cmd_rebuild(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
-    """The example's simulated ingestion (``mesh_examples``): only the example mesh has it."""
+    """The example's simulated ingestion (``mesh_examples``): only the example mesh has it. Spark's JVM prints
+    its own lines to ``<home>/logs/ingest.log``; the screen shows the hours landed."""
+    from mesh_assets.cli.capture import output_to
     from mesh_examples.commands import ingest
 
-    return ingest(args, console)
+    with output_to(get_settings().home / "logs" / "ingest.log") as screen:
+        on_screen = Console(file=screen) if console.file is sys.stdout else console  # stdout is the log now
+        return ingest(args, on_screen)

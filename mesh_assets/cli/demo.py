@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from mesh_assets.cli.capture import output_to
+from mesh_assets.cli.capture import output_to, warnings_to_stderr
 from mesh_assets.settings import Jit, get_settings
 
 if TYPE_CHECKING:
@@ -28,19 +28,28 @@ def run_demo_command(args: argparse.Namespace, console: Console, instance_for: C
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.storage.resource import MeshResource
     from mesh_examples.progress import DemoProgress
-    from mesh_examples.run import DEMO_START, run_demo
+    from mesh_examples.run import DEMO_START, HISTORY_DAYS, run_demo
 
+    if not 1 <= args.days <= HISTORY_DAYS:
+        console.print(
+            f"[red]error[/red] --days {args.days}: the example's history is June 2021, "
+            f"from 1 to {HISTORY_DAYS} days; nothing landed",
+            highlight=False,
+        )
+        return 2
     log = get_settings().home / "logs" / "demo.log"
     defs = mesh_definitions()  # a mesh that fails governance stops here, its errors on the screen, before Spark
     with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings_to_stderr())
         if not args.verbose:
             console = Console(file=stack.enter_context(output_to(log)))
         instance = stack.enter_context(instance_for())
         print_stripped(console, f"Dagster instance: {shown(Path(instance.root_directory))}")
         print_stripped(console, f"Warehouse: {get_settings().warehouse_uri}")
-        progress = stack.enter_context(DemoProgress(console, live=not args.verbose))
+        progress = DemoProgress(console, live=not args.verbose)
         try:
-            summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress, quick_session)
+            with progress:  # stopped before the summary, which then follows the bars rather than printing above
+                summary = run_demo(defs, instance, MeshResource(), DEMO_START, args.days, progress, quick_session)
         except Exception as exc:
             traceback.print_exc()
             console.print(f"[red]demo failed[/red]: {exc}", highlight=False)

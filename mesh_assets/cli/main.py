@@ -89,7 +89,7 @@ def parser() -> argparse.ArgumentParser:
         "driver: worth it for many drivers, as the test suite's; `make setup` and `make dev` skip it)",
     )
     demo = sub.add_parser("demo", help="land the example data and materialize the example mesh")
-    demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01")
+    demo.add_argument("--days", type=int, default=14, help="how many days of example data, from 2021-06-01 (1-30)")
     demo.add_argument(
         "--verbose", action="store_true", help="print dbt's, Spark's and Dagster's own logs instead of progress"
     )
@@ -166,10 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mesh_assets.cli import commands
 
         handler = getattr(commands, f"cmd_{args.command}")
+    from mesh_assets.cli.capture import warnings_to_log
     from mesh_assets.cli.errors import run_reported
 
     console = globals().get("console") or __getattr__("console")
-    return run_reported(args.command, lambda: int(handler(args, console) or 0), console)
+    with warnings_to_log():
+        return run_reported(args.command, lambda: int(handler(args, console) or 0), console)
 
 
 def __getattr__(name: str) -> object:

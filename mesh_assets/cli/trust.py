@@ -75,11 +75,13 @@ def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
     """The invalidation is checked here first (a refusal creates no run), then recorded by the domain's
     ``<domain>__invalidate`` job executed in this process: a run in the UI, linked from every alert. The mesh is
     read from the catalog; the job is the one the domain's code location serves (so it follows what the
-    location's plain assets read), built from the domain's own files only."""
+    location's plain assets read), built from the domain's own files only. Dagster's log of that run goes to
+    ``<home>/logs/invalidate.log``; the screen shows what was marked."""
     from mesh_assets.assets.catalog import CatalogMesh
     from mesh_assets.backfill import BackfillError, parse_asset_key
     from mesh_assets.backfill.invalidate import invalidation
     from mesh_assets.backfill.plan import LAUNCHED_BY_TAG
+    from mesh_assets.cli.capture import output_to
     from mesh_assets.cli.commands import mesh_catalog, persistent_instance
     from mesh_assets.definitions import INVALIDATE_OP, domain_definitions, invalidate_job_name, tool_tables
     from mesh_assets.graph.isolate import catalog_graph
@@ -108,12 +110,13 @@ def cmd_invalidate(args: argparse.Namespace, console: Console) -> int:
                 console.print(f"[red]error[/red] {error}", highlight=False)
             console.print(f"{domain}'s code location does not load: nothing marked", highlight=False)
             return 2
-        result = job.execute_in_process(
-            run_config={"ops": {op: {"config": config}}},
-            instance=instance,
-            tags={LAUNCHED_BY_TAG: "mesh invalidate"},
-            raise_on_error=False,
-        )
+        with output_to(settings.home / "logs" / "invalidate.log"):  # Dagster's own records of the run
+            result = job.execute_in_process(
+                run_config={"ops": {op: {"config": config}}},
+                instance=instance,
+                tags={LAUNCHED_BY_TAG: "mesh invalidate"},
+                raise_on_error=False,
+            )
         if not result.success:
             [failure] = result.get_step_failure_events()
             console.print(f"[red]error[/red] {failure.step_failure_data.error.message.strip()}", highlight=False)

@@ -1,8 +1,8 @@
 """A domain's dbt models as Mesh assets, built by the domain's own code location, daily-partitioned like the mesh.
 
 - one dbt project; each domain owns the models whose ``meta.domain`` (else their folder) names it, and its
-  code location builds them: one multi-asset per first partition (a model's ``meta.start_date``, else the
-  domain's ``domain.yaml``), which is usually one per domain;
+  code location builds them: one multi-asset per partition range (a model's ``meta.start_date`` and
+  ``meta.end_date``, else the domain's ``domain.yaml``), which is usually one per domain;
 - keys ``[domain, model]``; dbt sources are the platform tables' own keys, so the graph is one graph;
 - a run's partition window reaches dbt as the environment variables ``MESH_DBT_MIN_DATE`` /
   ``MESH_DBT_MAX_DATE`` (a new ``--vars`` would make dbt parse the whole project on every run); a range is one
@@ -26,7 +26,7 @@ import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
-from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, models_of
+from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
@@ -130,38 +130,40 @@ def build_dbt_assets(
     project: DbtProject | None = None,
     manifest_path: Path | None = None,
 ) -> list[dg.AssetsDefinition]:
-    """The dbt models ``domain`` owns as daily-partitioned, single-run-backfilled multi-assets, one per first
-    partition (``defaults``: every domain's, for the first partitions and owners of the models); none when the
+    """The dbt models ``domain`` owns as daily-partitioned, single-run-backfilled multi-assets, one per partition
+    range (``defaults``: every domain's, for the partition ranges and owners of the models); none when the
     domain owns no model."""
     project = project or mesh_dbt_project()
     manifest = load_manifest(manifest_path or Path(project.manifest_path))
-    by_start: dict[date, list[str]] = {}
+    by_range: dict[tuple[date, date | None], list[str]] = {}
     for node in models_of(manifest, domain):
-        by_start.setdefault(model_start(node, defaults), []).append("fqn:" + ".".join(node["fqn"]))
+        span = (model_start(node, defaults), model_end(node, defaults))
+        by_range.setdefault(span, []).append("fqn:" + ".".join(node["fqn"]))
     name = f"{check_identifier(domain)}__dbt_models"
     return [
         _dbt_models(
-            f"{name}_{start:%Y%m%d}" if len(by_start) > 1 else name,
-            start,
+            f"{name}_{start:%Y%m%d}" + (f"_{end:%Y%m%d}" if end else "") if len(by_range) > 1 else name,
+            (start, end),
             " ".join(select),
             project,
             manifest,
             defaults,
         )
-        for start, select in sorted(by_start.items())
+        for (start, end), select in sorted(by_range.items(), key=lambda item: (item[0][0], item[0][1] or date.max))
     ]
 
 
 def _dbt_models(
     name: str,
-    start: date,
+    span: tuple[date, date | None],
     select: str,
     project: DbtProject,
     manifest: dict[str, Any],
     defaults: Mapping[str, DomainDefaults],
 ) -> dg.AssetsDefinition:
-    """The models ``select`` names, whose first partition is ``start``, as one multi-asset."""
-    partitions_def = DBT_GRAIN.partitions_def(start)
+    """The models ``select`` names, whose partitions run from the first day of ``span`` to the day before its
+    second (none: to today), as one multi-asset."""
+    partitions_def = DBT_GRAIN.partitions_def(span[0], None, span[1])
     translator = MeshDbtTranslator(partitions_def, defaults)
 
     with warnings.catch_warnings():

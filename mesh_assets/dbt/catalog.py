@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mesh_assets.dbt import project
-from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_start, node_meta, partition_column
+from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, node_meta, partition_column
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.resolve import Table, TableKind
@@ -83,6 +83,7 @@ def dbt_tables(
                 partition_column=column,
                 kind=TableKind.DBT,
                 start_date=model_start(node, defaults),
+                end_date=model_end(node, defaults),
                 contacts=domain_defaults.contacts or (),
                 classification=Classification(meta.get("classification") or domain_defaults.classification or "l1"),
                 source_file=root / node["original_file_path"],

@@ -55,6 +55,16 @@ def model_start(props: Mapping[str, Any], defaults: Mapping[str, DomainDefaults]
     return own.start_date if own is not None and own.start_date is not None else DEFAULT_START
 
 
+def model_end(props: Mapping[str, Any], defaults: Mapping[str, DomainDefaults]) -> date | None:
+    """The first day with no partition of a model: its own ``meta.end_date``, else its domain's, else none (its
+    partitions go on to today)."""
+    meta = node_meta(props)
+    if meta.get("end_date"):
+        return date.fromisoformat(str(meta["end_date"]))
+    own = defaults.get(model_domain(props))
+    return own.end_date if own is not None else None
+
+
 def models_of(manifest: Mapping[str, Any], domain: str) -> list[Mapping[str, Any]]:
     """The dbt models ``domain`` owns (``meta.domain``, else their folder), by unique id."""
     nodes = manifest["nodes"].values()

@@ -48,7 +48,7 @@ def chat(channel: str) -> Contact:
 class Product:
     """Collects a product's fields and transformations; validated into a DataProduct at discovery.
 
-    ``owner``, ``contacts``, ``tier``, ``classification`` and ``start_date`` default to the domain's
+    ``owner``, ``contacts``, ``tier``, ``classification``, ``start_date`` and ``end_date`` default to the domain's
     (``domains/<domain>/domain.yaml``); a product that gives one keeps its own.
 
     ``source_file`` is the file discovery was loading when the product was made (None outside discovery,

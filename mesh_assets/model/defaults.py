@@ -1,9 +1,9 @@
 """A domain's defaults: what every product of the domain inherits unless it says otherwise.
 
 Like dbt's defaults by folder (``+meta`` in ``dbt_project.yml``), ``domains/<domain>/domain.yaml`` says once
-what a domain's products share (owner, contacts, tier, classification, the first partition), so products stop
-repeating it; a product that sets a field keeps its own. dbt models of the domain take their first partition
-from it too, unless their own config names one.
+what a domain's products share (owner, contacts, tier, classification, the first partition and the first day
+with none), so products stop repeating it; a product that sets a field keeps its own. dbt models of the domain
+take their partition range from it too, unless their own config names one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import Field
 from mesh_assets.model.lifecycle import Classification, Tier
 from mesh_assets.model.product import OWNER_PATTERN, Contact, Strict
 
-INHERITED = ("owner", "contacts", "tier", "classification", "start_date")
+INHERITED = ("owner", "contacts", "tier", "classification", "start_date", "end_date")
 """The product fields a domain may set for all its products."""
 
 
@@ -30,6 +30,9 @@ class DomainDefaults(Strict):
     classification: Classification | None = None
     start_date: date | None = None
     """The first partition of the domain's tables, dbt models included."""
+    end_date: date | None = None
+    """The first day with no partitions (excluded, as Dagster's ``end_date``) of the domain's tables, dbt models
+    included: a domain whose data is a fixed history (the example's June 2021) lists only those days."""
 
     def under(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """A product's ``fields`` with every default it does not set itself (a field set to null is not set)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from terminal import run_in_terminal, screen_lines
 
 pytestmark = pytest.mark.slow
 
@@ -59,6 +60,19 @@ def newcomer_env(home: Path) -> dict[str, str]:
     return env
 
 
+def demo_command(home: Path, days: int) -> list[str]:
+    """``make demo`` as typed, its set-up taken as done (``-o setup``)."""
+    return [
+        "make",
+        "--no-print-directory",  # nor "Entering directory" lines from make flags the shell still carries
+        "-o",
+        "setup",
+        "demo",
+        f"DEMO_ARGS=--days {days}",
+        f"DAGSTER_HOME={home / 'dagster'}",
+    ]
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     home = tmp_path_factory.mktemp("newcomer") / ".mesh"
@@ -67,15 +81,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 
 def make_demo(home: Path, env: dict[str, str]) -> DemoRun:
     made = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",  # nor "Entering directory" lines from make flags the shell still carries
-            "-o",
-            "setup",
-            "demo",
-            f"DEMO_ARGS=--days {DAYS}",
-            f"DAGSTER_HOME={home / 'dagster'}",
-        ],
+        demo_command(home, DAYS),
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -166,6 +172,7 @@ def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):
     assert typed.returncode == 0, typed.stdout
     assert re.search(r"^ok: \d+ product\(s\) in 5 domain\(s\)$", typed.stdout, re.M), typed.stdout
     assert typed.stdout.count("Dry run: nothing launched.") == len(re.findall(r"--dry-run", "".join(blocks)))
+    assert "Warning:" not in typed.stdout, typed.stdout  # a library's (Dagster's BetaWarning) is in mesh.log
 
 
 def test_the_readme_adds_a_domain_as_typed(tmp_path: Path):
@@ -211,10 +218,29 @@ def summary(run: DemoRun) -> list[str]:
 def test_a_second_demo_with_nothing_changed_recomputes_nothing_and_prints_the_same_summary(
     demo: DemoRun, second_demo: tuple[DemoRun, str]
 ):
-    """Last in this file: it replaces the first run's log, which the tests above read."""
+    """After the tests that read the first run's log: it replaces that log."""
     again, log = second_demo
     assert again.returncode == 0, again.output
     assert summary(again) == summary(demo)
     assert f"example data for 2021-06-01 .. 2021-06-{DAYS:02d} already landed" in again.output
     assert "RUN_START" not in log, "no Dagster run was launched"
     assert "Setting default log level" not in log, "no Spark session was started"
+
+
+def test_a_terminal_shows_the_progress_and_the_summary_and_the_log_file_the_rest(demo: DemoRun):
+    """In a terminal (a pseudo-terminal, 80 columns), over the world the piped demos left, with one day more (so
+    last in this file): the screen keeps the stages, one bar per product and the summary; Dagster's records,
+    dbt's and Spark's lines go to the log file, as they do in a pipe."""
+    code, output = run_in_terminal(demo_command(demo.home, DAYS + 1), ROOT, demo.env, timeout=900)
+    screen = screen_lines(output)
+    assert code == 0, output
+    products = [line for line in screen if re.search(r" \d+/\d+ partitions$", line)]
+    assert len(products) == 9, screen  # the example's data products, each published in full
+    assert all(re.search(rf" ({DAYS + 1}|{2 * (DAYS + 1)}|3|1)/\1 partitions$", line) for line in products), screen
+    assert f"Published by the demo (2021-06-01 .. 2021-06-{DAYS + 1:02d})" in screen
+    # make's command, instance and warehouse, 3 stages, 9 products, the summary's 21 lines, the log's path
+    assert len(screen) <= 40, "\n".join(screen)
+    log = (demo.home / "logs" / "demo.log").read_text()
+    for own in ("Setting default log level", "Running with dbt=", "STEP_SUCCESS"):  # Spark, dbt, Dagster
+        assert own in log
+        assert own not in output

@@ -85,7 +85,7 @@ def ready(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def make_dev(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
+def make_dev(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str, Path]]:
     base = tmp_path_factory.mktemp("make-dev")
     workspace = base / "workspace.yaml"
     location = {"relative_path": str(FIXTURE / "location.py"), "location_name": "rel"}
@@ -103,7 +103,7 @@ def make_dev(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        yield process, f"http://127.0.0.1:{port}"
+        yield process, f"http://127.0.0.1:{port}", base / "make-dev.log"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -115,7 +115,7 @@ def make_dev(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
 
 
 def test_every_server_of_make_dev_listens_on_the_loopback_only(make_dev):
-    process, url = make_dev
+    process, url, _ = make_dev
     deadline = time.monotonic() + 300
     while not ready(url):
         assert process.poll() is None, f"make dev exited with {process.returncode}"
@@ -134,3 +134,17 @@ def test_every_server_of_make_dev_listens_on_the_loopback_only(make_dev):
         host = ipaddress.ip_address(address.rsplit(":", 1)[0])
         host = host.ipv4_mapped or host if isinstance(host, ipaddress.IPv6Address) else host
         assert host == ipaddress.ip_address("127.0.0.1"), f"{address} is reachable from other machines"
+
+
+def test_make_dev_says_where_the_ui_is_and_leaves_dagsters_chatter_out(make_dev):
+    """Its terminal names the UI's address; Dagster's INFO lines and its advice to use `dg dev` stay out."""
+    process, url, log = make_dev
+    deadline = time.monotonic() + 300
+    while not ready(url):
+        assert process.poll() is None, f"make dev exited with {process.returncode}"
+        assert time.monotonic() < deadline, "make dev did not serve within 300 s"
+        time.sleep(1)
+    printed = log.read_text()
+    assert f"Dagster UI on {url} once its code locations load" in printed
+    assert "superseded" not in printed and "dg dev" not in printed, printed
+    assert " - INFO - " not in printed, printed

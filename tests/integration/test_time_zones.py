@@ -137,7 +137,7 @@ def test_an_hourly_output_lands_in_the_hour_dagster_records(world: World) -> Non
     assert recorded == {key_of(h) for h in hours} == world.instance.get_materialized_partitions(HOUR_COUNTS)
 
 
-def test_mesh_ingest_lands_the_hours_it_names(world: World, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_mesh_ingest_lands_the_hours_it_names(world: World, tmp_path: Path, monkeypatch, capfd) -> None:
     monkeypatch.setenv("MESH_WAREHOUSE", str(tmp_path / "warehouse"))
     get_settings.cache_clear()
     try:
@@ -150,7 +150,7 @@ def test_mesh_ingest_lands_the_hours_it_names(world: World, tmp_path: Path, monk
         get_settings.cache_clear()
 
     hours = generator.hours(DAYS[1])[1:3]
-    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("landed")]
+    printed = [line for line in capfd.readouterr().out.splitlines() if line.startswith("landed")]
     assert printed == [f"landed central.raw_order_events {h:%Y-%m-%d %H}:00 UTC" for h in hours]
     assert sorted(hour_keys(table, "p_hour")) == sorted(key_of(h) for h in hours for _ in generator.raw_order_events(h))
     assert observed == [key_of(h) for h in hours]

@@ -189,7 +189,7 @@ def test_backfill_refuses_unknown_assets(cli_instance, no_webserver, capsys, ass
         (["--start", "2021-06-01T00", "--hours", "100000"], "expected 1..8784"),
     ],
 )
-def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, args, message):
+def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capfd, args, message):
     warehouse = tmp_path / "warehouse"
     monkeypatch.setenv("MESH_WAREHOUSE", str(warehouse))
     get_settings.cache_clear()
@@ -197,7 +197,7 @@ def test_ingest_refuses_bad_hours_before_writing(monkeypatch, tmp_path, capsys, 
         assert main.main(["ingest", *args]) == 2
     finally:
         get_settings.cache_clear()
-    assert message in capsys.readouterr().out
+    assert message in capfd.readouterr().out
     assert not warehouse.exists()
 
 

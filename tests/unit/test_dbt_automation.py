@@ -16,8 +16,8 @@ from mesh_assets.settings import get_settings
 
 ORDERS = dg.AssetKey(["food_delivery", "orders"])
 STG_ORDERS = dg.AssetKey(["analytics", "stg_orders"])
-DAY = "2024-03-09"
-NOW = datetime(2024, 3, 10, 2, 0)
+DAY = "2021-06-20"  # within the example's history (June 2021), where its tables have partitions
+NOW = datetime(2021, 6, 21, 2, 0)
 
 
 @pytest.fixture(scope="module")

@@ -73,23 +73,33 @@ def model(name: str, folder: str, meta: dict) -> dict:
     }
 
 
-def test_a_models_first_partition_owner_and_contacts_come_from_its_config_else_its_domain() -> None:
+def test_a_models_partition_range_owner_and_contacts_come_from_its_config_else_its_domain() -> None:
     manifest = {
         "nodes": {
             "model.p.inherits": model("inherits", "sales", {}),
-            "model.p.own": model("own", "sales", {"start_date": "2023-01-01", "owner": "bi@example.com"}),
+            "model.p.own": model(
+                "own", "sales", {"start_date": "2023-01-01", "end_date": "2023-02-01", "owner": "bi@example.com"}
+            ),
             "model.p.elsewhere": model("elsewhere", "ops", {}),
         },
         "sources": {},
     }
     sales = DomainDefaults(
-        owner="sales@example.com", contacts=(Contact(kind="chat", value="#sales"),), start_date=date(2022, 3, 1)
+        owner="sales@example.com",
+        contacts=(Contact(kind="chat", value="#sales"),),
+        start_date=date(2022, 3, 1),
+        end_date=date(2024, 1, 1),
     )
     tables = {t.name: t for t in dbt_tables(manifest, {"sales": sales})}
     assert (tables["inherits"].start_date, tables["inherits"].owner) == (date(2022, 3, 1), "sales@example.com")
     assert [c.value for c in tables["inherits"].contacts] == ["#sales"]
     assert (tables["own"].start_date, tables["own"].owner) == (date(2023, 1, 1), "bi@example.com")
     assert (tables["elsewhere"].start_date, tables["elsewhere"].owner) == (DEFAULT_START, "")  # ops has no defaults
+    assert [tables[name].end_date for name in ("inherits", "own", "elsewhere")] == [
+        date(2024, 1, 1),
+        date(2023, 2, 1),
+        None,
+    ]
 
 
 def test_a_domains_dbt_run_needs_only_the_sources_its_own_models_read() -> None:

@@ -1,5 +1,5 @@
 """Domain defaults (``domains/<domain>/domain.yaml``): every product of the domain, YAML component or Python,
-inherits owner, contacts, tier, classification and first partition unless it sets its own; a broken defaults
+inherits owner, contacts, tier, classification and partition range unless it sets its own; a broken defaults
 file is reported with its file, line and field, and nothing of the domain loads."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ contacts:
 tier: t2
 classification: l2
 start_date: 2022-03-01
+end_date: 2022-04-01
 """
 
 COMPONENT = """\
@@ -82,6 +83,10 @@ def test_products_inherit_the_domains_defaults_and_keep_what_they_set(tmp_path: 
     )
     assert sales.partitions_def.get_first_partition_key() == "2022-03-01"
     assert report.partitions_def.get_first_partition_key() == "2022-03-01"
+    # March 2022 only: the UI lists the domain's 31 days, not every day since to today
+    assert sales.partitions_def.get_last_partition_key() == report.partitions_def.get_last_partition_key()
+    assert report.partitions_def.get_last_partition_key() == "2022-03-31"
+    assert len(report.partitions_def.get_partition_keys()) == 31
 
 
 @pytest.mark.parametrize(
@@ -92,6 +97,7 @@ def test_products_inherit_the_domains_defaults_and_keep_what_they_set(tmp_path: 
         ("owner: a@example.com\nschedule: daily\n", ("domains/sales/domain.yaml", 2, "schedule")),
         ("contacts: []\n", ("domains/sales/domain.yaml", 1, "contacts")),
         ("start_date: someday\n", ("domains/sales/domain.yaml", 1, "start_date")),
+        ("end_date: someday\n", ("domains/sales/domain.yaml", 1, "end_date")),
     ],
 )
 def test_a_broken_defaults_file_is_reported_with_file_line_and_field_alone(
