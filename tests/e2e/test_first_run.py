@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = 7
-"""Enough for the README's backfill ranges (2021-06-04 .. 06-07) to have something to plan."""
+"""Enough for the README's backfill of 2021-06-01 (with the 7-day windows that read it, to 06-07) to plan as it
+does after ``make demo``'s 14 days."""
 MARKER = "<!-- readme-test: runs after make demo -->"
 BODY = r"\n```bash\n(.*?)```"
 BLOCK = re.compile(re.escape(MARKER) + BODY, re.S)
@@ -131,6 +132,30 @@ def test_other_tools_logs_go_to_the_named_log_file(demo: DemoRun):
     for own in ("Setting default log level", "Running with dbt=", "STEP_SUCCESS"):  # Spark, dbt, Dagster
         assert own in text
         assert own not in demo.output
+
+
+EXAMPLE = re.compile(r"^<!-- readme-output: ([^\n]+) -->\n```text\n(.*?)```", re.S | re.M)
+"""An example output and the command that prints it, typed after ``make demo`` in an 80-column terminal."""
+
+
+def test_the_readme_examples_are_what_the_commands_print(demo: DemoRun):
+    """Each marked example output, against what the command prints on the screen (stdout and stderr) over the
+    demo's world: whoever changes what a command prints changes its example in the README too. Only the demo's
+    home and trailing blanks may differ."""
+    examples = EXAMPLE.findall((ROOT / "README.md").read_text())
+    assert len(examples) >= 2
+    for command, shown in examples:
+        ran = subprocess.run(
+            ["bash", "-c", f". .venv/bin/activate && {command}"],
+            cwd=ROOT,
+            env={**demo.env, "COLUMNS": "80"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # the screen: a library's warning on it would be part of the example
+            text=True,
+            timeout=300,
+        )
+        printed = "".join(f"{line.rstrip()}\n" for line in ran.stdout.replace(str(demo.home), ".mesh").splitlines())
+        assert printed == shown, f"README's example of `{command}` differs from what it prints:\n{printed}"
 
 
 def test_the_readme_commands_run_as_typed_after_the_demo(demo: DemoRun):

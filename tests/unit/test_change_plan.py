@@ -176,6 +176,19 @@ def test_a_breaking_change_names_its_readers_and_fails_until_it_is_a_new_version
     assert partitions(plan) == {"shop/orders_v2": (["2021-06-01..2021-06-04"], 4, None, "new table")}
 
 
+def test_the_readme_shows_a_breaking_plan_as_it_prints(repo, monkeypatch, capsys):
+    """README, Changing a product: its example of a breaking plan is this one, in a 120-column terminal."""
+    readme = (ROOT / "README.md").read_text()
+    shown = readme.split("<!-- readme-output from tests/unit/test_change_plan.py -->\n```\n", 1)[1].split("```", 1)[0]
+    git(repo.root, "branch", "main")
+    repo.edit("shop/defs/orders/defs.yaml", "SELECT id, amount FROM", "SELECT id, amount AS total FROM")
+    repo.edit("shop/defs/orders/defs.yaml", "{name: amount, type: double}", "{name: total, type: double}")
+    monkeypatch.setattr(main, "console", Console(width=120, no_color=True, highlight=False))
+
+    assert main.main(["plan", "--base", "main"]) == 1
+    assert "".join(f"{line.rstrip()}\n" for line in capsys.readouterr().out.splitlines()) == shown
+
+
 def test_without_a_contract_a_sql_products_query_names_its_columns(repo, capsys):
     repo.edit(
         "shop/defs/orders/defs.yaml",
