@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,6 +40,16 @@ def run(jobs: dict[str, dict]) -> dict[str, list[dict]]:
             out = {"stdout": outcome.stdout, "stderr": outcome.stderr, "error": repr(error)}
             results[name].append({"args": args, "code": outcome.exit_code, **out})
     return results
+
+
+def run_in_a_process(jobs: dict[str, dict], base: Path, env: dict[str, str]) -> dict[str, list[dict]]:
+    """``jobs`` run by this file in one process of their own (a test's process keeps its imports), with ``env``."""
+    (base / "jobs.json").write_text(json.dumps(jobs))
+    done = subprocess.run(
+        [sys.executable, __file__, str(base / "jobs.json")], env=env, capture_output=True, text=True, timeout=1200
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,14 @@ once that passes, Mesh's own for every file (file, line, field); it never shows 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bad_specs import BAD_MESHES
+from dg_runs import run_in_a_process
 
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.validate import validate
@@ -67,17 +65,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             checks = [["check", "yaml", f"defs/{product}"] for product in products]  # one file each: see above
             jobs[key] = {"folder": str(folder), "commands": [*checks, ["check", "defs"]]}
             found[key] = [e for e in errors if e.file.startswith(f"domains/{domain}/")]
-    (base / "jobs.json").write_text(json.dumps(jobs))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MESH_DBT_PROJECT_DIR": str(base / "no-dbt")}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "dg_runs.py"), str(base / "jobs.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout)
+    results = run_in_a_process(jobs, base, env)
     return {
         k: {"folder": Path(jobs[k]["folder"]), "errors": found[k], "yaml": r[:-1], "defs": r[-1]}
         for k, r in results.items()

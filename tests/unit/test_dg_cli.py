@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from dg_runs import run_in_a_process
 
 pytestmark = pytest.mark.slow
 
@@ -57,17 +56,8 @@ def dg_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
         "folder": str(domains / "growth"),
         "commands": [["utils", "inspect-component", "mesh_assets.DataProduct", "--defs-yaml-json-schema"]],
     }
-    (base / "jobs.json").write_text(json.dumps(jobs))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MESH_PROJECT_ROOT": str(ROOT)}  # the dbt project is the checkout's
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "dg_runs.py"), str(base / "jobs.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    runs = json.loads(done.stdout)
+    runs = run_in_a_process(jobs, base, env)
     runs["folders"] = {name: job["folder"] for name, job in jobs.items()}  # type: ignore[assignment]
     return runs
 
