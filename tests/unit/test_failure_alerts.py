@@ -116,8 +116,8 @@ def test_a_backfill_run_refused_for_its_inputs_tells_its_owners_and_its_readers_
     assert (producer["kind"], producer["partitions"], producer["checks"]) == ("inputs not ready", [DAY, NEXT_DAY], [])
     assert producer["backfill_url"].endswith("/runs/b/bkfl0001") and "|backfill>" in received[0]["text"]
     assert producer["message"] == (
-        f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (never published); "
-        f"partition {NEXT_DAY} not computed: shop.raw_orders (never published)"
+        f"shop.orders: not published: partition {DAY} not computed: shop.raw_orders (not landed); "
+        f"partition {NEXT_DAY} not computed: shop.raw_orders (not landed)"
     )
     assert (reader["kind"], reader["table"], reader["owner"], reader["channel"]) == (
         "input refused",
