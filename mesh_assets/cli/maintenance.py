@@ -152,7 +152,7 @@ def _retired(args: argparse.Namespace, console: Console, graph: Any, outputs: li
         return 0
     for candidate in deletable:
         delete(mesh.registry.location(candidate.table.domain, candidate.table.name))
-        console.print(f"deleted {candidate.table.ref} ({candidate.location})", highlight=False)
+        console.print(f"deleted {candidate.table.ref} ({candidate.location})", highlight=False, soft_wrap=True)
     console.print(f"{len(deletable)} table(s) deleted.")
     return 0
 

@@ -147,6 +147,11 @@ def test_compaction_keeps_rows_and_old_versions_and_runs_nothing_downstream(sale
     [run] = sales.instance.get_runs(filters=dg.RunsFilter(tags={"mesh/launched_by": "mesh maintain"}))
     assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "mt__maintain"
 
+    assert main(["tables", "mt/events"]) == 0  # what operators see
+    [row] = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("mt.events")]
+    compacted_at = after.last_compaction.strftime("%Y-%m-%d %H:%M").split()
+    assert row == ["mt.events", "2", "2", str(after.bytes), *compacted_at, "never"]
+
 
 def test_clean_up_skips_a_table_a_running_run_reads_and_keeps_a_pinned_version_readable(sales, capsys):
     sales.land("2021-06-01", [1, 2])
