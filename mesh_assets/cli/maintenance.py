@@ -18,7 +18,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     maintain = sub.add_parser(
         "maintain",
         help="compact tables whose small files piled up and clean up replaced files past their retention",
-        description="Runs each domain's <domain>__maintain job in this process: per table, Delta's OPTIMIZE on the "
+        description="Runs each domain's <domain>__maintain job in this process: per table, holding its pool, "
+        "Delta's OPTIMIZE on the "
         "partitions holding maintenance.small_files small files or more (Z-ordered by the output's zorder), then "
         "VACUUM with the tier's retention (maintenance.retention_hours, 7 days at least), skipped while a running "
         "run reads the table. Neither counts as new data: nothing goes stale, nothing downstream runs. With "
@@ -86,7 +87,7 @@ def _outputs(args: argparse.Namespace, console: Console) -> tuple[Any, list[Any]
     return graph, sorted(outputs, key=lambda t: (t.domain, t.name))
 
 
-def _execute(domain: str, job_name: str, run_config: dict, ops: list[str] | None, log: str, tag: str):
+def _execute(domain: str, job_name: str, run_config: dict, log: str, tag: str):
     """Run the domain's job in this process on the persistent instance, Dagster's own records to ``log``."""
     from mesh_assets.backfill.plan import LAUNCHED_BY_TAG
     from mesh_assets.cli.capture import output_to
@@ -101,7 +102,6 @@ def _execute(domain: str, job_name: str, run_config: dict, ops: list[str] | None
             run_config=run_config,
             instance=instance,
             tags={LAUNCHED_BY_TAG: tag},
-            op_selection=ops,
             raise_on_error=False,
         )
 
@@ -112,7 +112,7 @@ def _failure(result: Any) -> str:
 
 
 def cmd_maintain(args: argparse.Namespace, console: Console) -> int:
-    from mesh_assets.maintenance.jobs import maintain_job_name, maintain_op_name
+    from mesh_assets.maintenance.jobs import MAINTAIN_OP, maintain_job_name
 
     found = _outputs(args, console)
     if found is None:
@@ -125,15 +125,16 @@ def cmd_maintain(args: argparse.Namespace, console: Console) -> int:
         return 2
     failed = 0
     for domain in sorted({t.domain for t in outputs}):
-        ops = [maintain_op_name(domain, t.name) for t in outputs if t.domain == domain]
-        config = {"ops": {op: {"config": {"compact": args.compact, "vacuum": args.vacuum}} for op in ops}}
-        result = _execute(domain, maintain_job_name(domain), config, ops, "maintenance.log", "mesh maintain")
+        op = f"{domain}__{MAINTAIN_OP}"
+        tables = [t.name for t in outputs if t.domain == domain]
+        config = {"ops": {op: {"config": {"tables": tables, "compact": args.compact, "vacuum": args.vacuum}}}}
+        result = _execute(domain, maintain_job_name(domain), config, "maintenance.log", "mesh maintain")
         if not result.success:
             console.print(f"[red]error[/red] {domain}: {_failure(result)}", highlight=False, soft_wrap=True)
             failed += 1
             continue
-        for op in ops:
-            console.print(result.output_for_node(op).describe(), highlight=False, soft_wrap=True)
+        for done in result.output_for_node(op):
+            console.print(done.describe(), highlight=False, soft_wrap=True)
         console.print(f"Recorded by run {result.run_id}.", highlight=False)
     return 1 if failed else 0
 
@@ -159,7 +160,7 @@ def _retired(args: argparse.Namespace, console: Console, graph: Any, outputs: li
 
 def cmd_restore(args: argparse.Namespace, console: Console) -> int:
     """Checked here first (a refusal creates no run), then recorded by the domain's restore job."""
-    from mesh_assets.maintenance.jobs import restore_job_name
+    from mesh_assets.maintenance.jobs import RESTORE_OP, restore_job_name
     from mesh_assets.maintenance.restore import RestoreRefused
     from mesh_assets.maintenance.restore_run import resolve_version, restorable
     from mesh_assets.storage.resource import MeshResource
@@ -176,10 +177,9 @@ def cmd_restore(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]error[/red] {exc}; nothing restored", highlight=False, soft_wrap=True)
         return 2
     config = {"table": table.name, "to_version": aim.version}
-    op = f"{domain}__restore_table"
-    result = _execute(
-        domain, restore_job_name(domain), {"ops": {op: {"config": config}}}, None, "restore.log", "mesh restore"
-    )
+    op = f"{domain}__{RESTORE_OP}"
+    run_config = {"ops": {op: {"config": config}}}
+    result = _execute(domain, restore_job_name(domain), run_config, "restore.log", "mesh restore")
     if not result.success:
         console.print(f"[red]error[/red] {_failure(result)}", highlight=False, soft_wrap=True)
         return 2

@@ -1,9 +1,11 @@
-"""Each domain's maintenance in Dagster: ``<domain>__maintain`` (an op per output table, in the table's pool, so
-it never commits beside a run writing the table), its schedule ``<domain>__maintenance``, and
-``<domain>__restore``, which ``mesh restore`` runs and the UI's Launchpad launches.
+"""Each domain's maintenance in Dagster: ``<domain>__maintain`` (config: the tables, default every output of the
+domain; whether to compact and to clean up), its schedule ``<domain>__maintenance``, and ``<domain>__restore``,
+which ``mesh restore`` runs and the UI's Launchpad launches.
 
 These are op jobs: a compaction or clean-up records no materialization, so no automation condition downstream
-sees anything new; a restore records the materializations of the partitions it brought back.
+sees anything new; a restore records the materializations of the partitions it brought back. The maintenance
+op works on one table at a time holding the table's pool (:mod:`~mesh_assets.maintenance.slots`), so it never
+commits beside a run writing the table.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from mesh_assets.assets.specs import RESOURCE_KEY, table_pool
 from mesh_assets.graph.resolve import MeshGraph, Node
 from mesh_assets.settings import MaintenanceSettings
 
+MAINTAIN_OP = "maintain_tables"
+RESTORE_OP = "restore_table"
+
 
 def maintain_job_name(domain: str) -> str:
     return f"{domain}__maintain"
@@ -25,53 +30,49 @@ def restore_job_name(domain: str) -> str:
     return f"{domain}__restore"
 
 
-def maintain_op_name(domain: str, table: str) -> str:
-    return f"{domain}__maintain__{table}"
-
-
-def _maintain_op(domain: str, node: Node, graph: MeshGraph, settings: MaintenanceSettings) -> dg.OpDefinition:
-    table = node.table
-    config = {"compact": dg.Field(bool, default_value=True), "vacuum": dg.Field(bool, default_value=True)}
-
-    @dg.op(
-        name=maintain_op_name(domain, table.name),
-        pool=table_pool(domain, table.name),
-        config_schema=config,
-        required_resource_keys={RESOURCE_KEY},
-        tags={"mesh/maintenance": "true"},
-    )
-    def _maintain(context):  # unannotated: Dagster cannot read a postponed annotation here
-        from mesh_assets.maintenance.maintain import maintain
-
-        mesh = getattr(context.resources, RESOURCE_KEY)
-        readers = [t.key for t in graph.readers(table.domain, table.name)]
-        done = maintain(
-            mesh.spark,
-            context.instance,
-            mesh.registry,
-            table,
-            readers,
-            settings,
-            compaction=context.op_config["compact"],
-            clean_up=context.op_config["vacuum"],
-        )
-        context.log.info(done.describe())
-        if done.files is not None:
-            context.add_output_metadata(
-                {"files": done.files.files, "bytes": done.files.bytes, "small_files": done.files.small}
-            )
-        return done
-
-    return _maintain
-
-
 def build_maintain_job(
     domain: str, nodes: list[Node], graph: MeshGraph, settings: MaintenanceSettings
 ) -> tuple[dg.JobDefinition, dg.ScheduleDefinition] | None:
-    """The domain's maintenance job (an op per output table) and its schedule; None without outputs."""
-    ops = [_maintain_op(domain, n, graph, settings) for n in nodes]
-    if not ops:
+    """The domain's maintenance job and its schedule; None without outputs."""
+    tables = {n.table.name: n.table for n in nodes}
+    if not tables:
         return None
+    config = {
+        "tables": dg.Field([str], default_value=[]),
+        "compact": dg.Field(bool, default_value=True),
+        "vacuum": dg.Field(bool, default_value=True),
+    }
+
+    @dg.op(name=f"{domain}__{MAINTAIN_OP}", config_schema=config, required_resource_keys={RESOURCE_KEY})
+    def _maintain(context):  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.maintenance.maintain import maintain
+        from mesh_assets.maintenance.slots import table_slot
+
+        mesh = getattr(context.resources, RESOURCE_KEY)
+        names = context.op_config["tables"] or sorted(tables)
+        unknown = sorted(set(names) - set(tables))
+        if unknown:
+            raise dg.Failure(f"{domain} has no output {', '.join(unknown)}: {', '.join(sorted(tables))}")
+        done = []
+        for name in names:
+            table = tables[name]
+            readers = [t.key for t in graph.readers(table.domain, table.name)]
+            pool = table_pool(domain, name)
+            with table_slot(context.instance, pool, context.run_id, f"{context.op_handle}[{name}]"):
+                done.append(
+                    maintain(
+                        mesh.spark,
+                        context.instance,
+                        mesh.registry,
+                        table,
+                        readers,
+                        settings,
+                        compaction=context.op_config["compact"],
+                        clean_up=context.op_config["vacuum"],
+                    )
+                )
+            context.log.info(done[-1].describe())
+        return done
 
     @dg.job(
         name=maintain_job_name(domain),
@@ -79,8 +80,7 @@ def build_maintain_job(
         tags={"mesh/maintenance": "true"},
     )
     def _job() -> None:
-        for op in ops:
-            op()
+        _maintain()
 
     schedule = dg.ScheduleDefinition(
         name=f"{domain}__maintenance",
@@ -98,14 +98,17 @@ def build_restore_job(domain: str, graph: MeshGraph, alerts: Any) -> dg.JobDefin
     optional = {"to_version": dg.Field(int, is_required=False), "to_timestamp": dg.Field(str, is_required=False)}
 
     @dg.op(
-        name=f"{domain}__restore_table",
+        name=f"{domain}__{RESTORE_OP}",
         config_schema={"table": str, **optional},
         required_resource_keys={RESOURCE_KEY},
     )
     def _restore(context):  # unannotated: Dagster cannot read a postponed annotation here
         from mesh_assets.maintenance.restore_run import restore_in_run
+        from mesh_assets.maintenance.slots import table_slot
 
-        return restore_in_run(context, getattr(context.resources, RESOURCE_KEY), domain, graph, alerts)
+        name = context.op_config["table"].replace(".", "/").split("/")[-1]
+        with table_slot(context.instance, table_pool(domain, name), context.run_id, str(context.op_handle)):
+            return restore_in_run(context, getattr(context.resources, RESOURCE_KEY), domain, graph, alerts)
 
     @dg.job(
         name=restore_job_name(domain),

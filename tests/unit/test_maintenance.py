@@ -126,3 +126,24 @@ def test_a_retired_table_goes_only_past_its_retention_and_a_dry_run_deletes_noth
     assert main(["maintain", "--retired"]) == 0
     assert f"deleted mt.old_events ({old})" in capsys.readouterr().out
     assert not Path(old).exists() and Path(registry.location("mt", "events")).exists()
+
+
+def test_maintenance_waits_for_the_tables_pool_a_writer_holds(tmp_path):
+    """A writer's step holds the table's pool: maintenance does not start on the table until it is freed, and
+    frees the slot it took when done."""
+    import dagster as dg
+
+    from mesh_assets.maintenance.slots import TableBusy, table_slot
+
+    (tmp_path / "dagster.yaml").write_text("concurrency:\n  pools:\n    default_limit: 1\n")
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default("mesh/mt/events")
+        assert storage.claim_concurrency_slot("mesh/mt/events", "writer", "mt__events").is_claimed
+        busy = pytest.raises(TableBusy, match="pool mesh/mt/events stayed busy")
+        with busy, table_slot(instance, "mesh/mt/events", "maintenance", "maintain[events]", wait_seconds=1):
+            pytest.fail("maintenance started while the writer held the pool")
+        storage.free_concurrency_slot_for_step("writer", "mt__events")
+        with table_slot(instance, "mesh/mt/events", "maintenance", "maintain[events]", wait_seconds=1):
+            assert storage.get_concurrency_info("mesh/mt/events").claimed_slots[0].run_id == "maintenance"
+        assert not storage.get_concurrency_info("mesh/mt/events").claimed_slots
