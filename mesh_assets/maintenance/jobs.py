@@ -30,6 +30,21 @@ def restore_job_name(domain: str) -> str:
     return f"{domain}__restore"
 
 
+def _shown(done: Any) -> dict[str, Any]:
+    """One table's files after the pass, as the run's output shows them."""
+    files = done.files
+    if files is None:
+        return {"table": done.ref, "written": False}
+    return {
+        "table": done.ref,
+        "files": files.files,
+        "small_files": files.small,
+        "bytes": files.bytes,
+        "last_compaction": files.last_compaction.isoformat() if files.last_compaction else None,
+        "last_clean_up": files.last_clean_up.isoformat() if files.last_clean_up else None,
+    }
+
+
 def build_maintain_job(
     domain: str, nodes: list[Node], graph: MeshGraph, settings: MaintenanceSettings
 ) -> tuple[dg.JobDefinition, dg.ScheduleDefinition] | None:
@@ -72,6 +87,7 @@ def build_maintain_job(
                     )
                 )
             context.log.info(done[-1].describe())
+        context.add_output_metadata({"tables": dg.MetadataValue.json([_shown(d) for d in done])})
         return done
 
     @dg.job(

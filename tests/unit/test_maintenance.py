@@ -147,3 +147,37 @@ def test_maintenance_waits_for_the_tables_pool_a_writer_holds(tmp_path):
         with table_slot(instance, "mesh/mt/events", "maintenance", "maintain[events]", wait_seconds=1):
             assert storage.get_concurrency_info("mesh/mt/events").claimed_slots[0].run_id == "maintenance"
         assert not storage.get_concurrency_info("mesh/mt/events").claimed_slots
+
+
+def test_a_restore_time_picks_the_newest_version_committed_by_then(tmp_path):
+    import time
+
+    from mesh_assets.maintenance.restore import RestoreRefused, version_at
+
+    location = str(tmp_path / "t")
+    write(location, [1])
+    between = datetime.now(UTC)
+    time.sleep(1.1)
+    write(location, [2])
+    assert version_at(location, S3Settings(), between.isoformat()) == 0
+    assert version_at(location, S3Settings(), datetime.now(UTC).isoformat()) == 1
+    with pytest.raises(RestoreRefused, match="no version of the table was committed at or before 2020-01-01"):
+        version_at(location, S3Settings(), "2020-01-01T00:00")
+    with pytest.raises(RestoreRefused, match="is not an ISO time"):
+        version_at(location, S3Settings(), "yesterday")
+
+
+def test_each_domain_has_maintenance_and_restore_jobs_and_a_schedule_stopped_unless_asked(monkeypatch):
+    import dagster as dg
+
+    from mesh_assets.definitions import mesh_definitions
+
+    defs = mesh_definitions(MT)
+    assert {"mt__maintain", "mt__restore"} <= {job.name for job in defs.jobs}
+    [schedule] = defs.schedules
+    assert schedule.name == "mt__maintenance" and schedule.cron_schedule == "0 3 * * *"
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+    monkeypatch.setenv("MESH_MAINTENANCE__SCHEDULED", "true")
+    get_settings.cache_clear()
+    [running] = mesh_definitions(MT).schedules
+    assert running.default_status == dg.DefaultScheduleStatus.RUNNING
