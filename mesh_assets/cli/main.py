@@ -30,7 +30,7 @@ EXAMPLES = {
     "health": "mesh health food_delivery/orders",
     "plan": "mesh plan --base HEAD",
     "apply": "mesh apply --base HEAD --dry-run",
-    "maintain": "mesh maintain food_delivery/orders",
+    "maintain": "mesh maintain --retired --dry-run",
     "restore": "mesh restore food_delivery/orders --to-version 3",
     "tables": "mesh tables --domain food_delivery",
 }

@@ -82,6 +82,8 @@ def target(table: Table, location: str, s3: S3Settings, version: int) -> Target:
     if found is None:
         raise RestoreRefused(f"{table.ref} has no Delta table at {location}")
     latest = found.version()
+    if latest == 0:
+        raise RestoreRefused(f"{table.ref} has one version (0): there is no earlier one to restore")
     if version < 0 or version >= latest:
         raise RestoreRefused(f"{table.ref} is at version {latest}: restore to an earlier one (0..{latest - 1})")
     try:

@@ -67,7 +67,8 @@ def test_optimize_names_the_partitions_and_the_zorder_columns():
 
 
 def write(location: str, ids: list[int], mode: str = "append") -> None:
-    write_deltalake(location, pa.table({"id": ids, "p_date": ["2021-06-01"] * len(ids)}), mode=mode)
+    rows = pa.table({"id": ids, "p_date": ["2021-06-01"] * len(ids)})
+    write_deltalake(location, rows, mode=mode, partition_by=["p_date"])
 
 
 def test_only_commits_that_change_data_count(tmp_path):
@@ -181,3 +182,17 @@ def test_each_domain_has_maintenance_and_restore_jobs_and_a_schedule_stopped_unl
     get_settings.cache_clear()
     [running] = mesh_definitions(MT).schedules
     assert running.default_status == dg.DefaultScheduleStatus.RUNNING
+
+
+def test_a_restore_names_why_a_version_cannot_be_restored(tmp_path):
+    from mesh_assets.maintenance.restore import RestoreRefused, target
+
+    table = MeshGraph(load_all(MT)).get("mt", "events")
+    location = str(tmp_path / "events")
+    write(location, [1])
+    with pytest.raises(RestoreRefused, match=r"mt.events has one version \(0\): there is no earlier one"):
+        target(table, location, S3Settings(), 0)
+    write(location, [2])
+    with pytest.raises(RestoreRefused, match=r"mt.events is at version 1: restore to an earlier one \(0..0\)"):
+        target(table, location, S3Settings(), 5)
+    assert target(table, location, S3Settings(), 0).partitions == ("2021-06-01",)
