@@ -20,7 +20,7 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
     metadata = table_metadata(product, table)
     if node.sql is not None:
         metadata["sql"] = dg.MetadataValue.md(f"```sql\n{node.sql.strip()}\n```")
-    metadata["write_mode"] = out.write_mode
+    metadata["kind"] = out.table_kind.describe()
     return dg.AssetSpec(
         table.key,
         description=out.description or product.description or None,
