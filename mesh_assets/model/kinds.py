@@ -19,7 +19,9 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from mesh_assets.model.checks import CheckSpec, Unique
 from mesh_assets.model.grain import Grain
@@ -45,7 +47,12 @@ def _keys(value: Any) -> Any:
     return (value,) if isinstance(value, str) else value
 
 
-Keys = Annotated[tuple[Identifier, ...], BeforeValidator(_keys)]
+class _OneOrMany:
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"anyOf": [{"type": "string"}, handler(core_schema)]}
+
+
+Keys = Annotated[tuple[Identifier, ...], BeforeValidator(_keys), _OneOrMany()]
 """One column or a list of them (``unique_key: order_id`` or ``unique_key: [order_id, line]``)."""
 
 
@@ -236,9 +243,18 @@ def _named(value: Any) -> Any:
     return {"name": value} if isinstance(value, str) else value
 
 
+class _NameOrMapping:
+    """The JSON schema of a kind as YAML may write it: a name, or a mapping checked against its kind's model."""
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        names = ["partitions", "full", "append"]  # the kinds that need no field
+        return {"anyOf": [{"type": "string", "enum": names}, handler(core_schema)]}
+
+
 KindSpec = Annotated[
     Annotated[Partitions | Full | Append | Merge | History | Changes, Field(discriminator="name")],
     BeforeValidator(_named),
+    _NameOrMapping(),
 ]
 """A table's kind as an output declares it: a name (``full``) or a mapping (``{name: merge, unique_key: id}``)."""
 
