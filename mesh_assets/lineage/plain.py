@@ -109,14 +109,14 @@ def opened(mesh: MeshResource) -> PlainRun | None:
     except dg.DagsterInvariantViolationError:
         return None
     key = (context.run.run_id, context.op_def.name)
-    if key in _OPEN:
-        return _OPEN[key]
-    description, outputs = _describe(context, mesh)
+    if key in _OPEN or not context.selected_asset_keys:
+        return _OPEN.get(key)
     try:
+        description, outputs = _describe(context, mesh)
         client = make_client(mesh.settings)
-    except ValueError as exc:
-        context.log.warning(f"OpenLineage disabled for this run: {exc}")
-        client = None
+    except Exception as exc:  # lineage never fails the asset's run
+        context.log.warning(f"OpenLineage disabled for this run: {type(exc).__name__}: {exc}")
+        return None
     run = _OPEN[key] = PlainRun(description, client, mesh, outputs)
     emit(client, build_event("START", description), context.log.warning)
     return run
@@ -135,7 +135,10 @@ def closed(context: dg.HookContext, error: BaseException | None) -> None:
         d.undeclared = [p for p in d.reads if p not in declared]
         d.undeclared_names = [run.reads[p] for p in d.undeclared]
     if error is None:
-        _record_output(run)
+        try:
+            _record_output(run)
+        except Exception as exc:  # the event goes without its output rather than not at all
+            context.log.warning(f"OpenLineage: the output of {d.job_name} is not named ({type(exc).__name__}: {exc})")
     emit(run.client, build_event("FAIL" if error else "COMPLETE", d, error=error), context.log.warning)
 
 
@@ -174,13 +177,14 @@ class TracedPySparkResource(MeshPySparkResource):
 
     @property
     def spark_session(self) -> SparkSession:
+        session = super().spark_session  # first: START names the session's Spark version
         opened(MeshResource(warehouse=self.warehouse))
-        return super().spark_session
+        return session
 
     def table(self, ref: str) -> DataFrame:
         mesh = MeshResource(warehouse=self.warehouse)
-        run = opened(mesh)
         df = super().table(ref)
+        run = opened(mesh)
         if run is not None:
             found = read_locations(df) or [mesh.registry.location(*ref.split(".", 1))]
             run.reads.update({normalize(loc): table_name(loc, mesh.registry.warehouse) for loc in found})
