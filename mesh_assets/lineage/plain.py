@@ -76,7 +76,8 @@ def _describe(context: dg.AssetExecutionContext, mesh: MeshResource) -> tuple[Ru
     located = {loc: ".".join(k.path) for k in deps if (loc := _location(registry, k))}
     inputs = {loc: ref for loc, ref in located.items() if version_or_none(loc, s3) is not None}  # Mesh's tables
     outputs = {loc: version_or_none(loc, s3) for k in keys if (loc := _location(registry, k))}
-    own = keys[0].path if len(keys) == 1 else [keys[0].path[0], context.op_def.name]
+    single = len(keys) == 1 and len(keys[0].path) > 1
+    own = keys[0].path if single else [keys[0].path[0], context.op_def.name]  # <domain>.<table>, else its op
     partitions, span = None, None
     if context.has_partition_key or context.has_partition_key_range:
         rng = context.partition_key_range
