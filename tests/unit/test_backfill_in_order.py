@@ -1,6 +1,7 @@
-"""``mesh backfill`` of tables whose partitions apply in order: a merge table without ``sequence_by`` has its range
+"""``mesh backfill`` and ``mesh invalidate`` of keyed tables: a merge table without ``sequence_by`` has its range
 extended to its latest applied partition (one run replays them in order), a history table's past range is left
-out naming ``mesh rebuild`` (no Spark: publications are reported to a throwaway instance)."""
+out naming ``mesh rebuild``, and an invalid partition makes the state applied after it suspect (no Spark:
+publications are reported to a throwaway instance)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from planning import planning_instance
 from rich.console import Console
 
 from mesh_assets import mesh_definitions
+from mesh_assets.assets.catalog import CatalogMesh
 from mesh_assets.backfill import plan_backfill
+from mesh_assets.backfill.invalidate import invalidation
 from mesh_assets.cli import main
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
 
 DOMAINS = Path(__file__).resolve().parents[1] / "fixtures" / "kind_readers" / "domains"
 DAYS = [f"2021-06-{d:02d}" for d in range(1, 6)]
@@ -64,3 +69,22 @@ def test_mesh_backfill_dry_run_says_what_it_extended(instance, monkeypatch, caps
     out = capsys.readouterr().out
     assert "kr/order_state │ 2021-06-02..2021-06-05 │     4" in out
     assert "kr/order_state: extended to 2021-06-05, its latest applied partition" in out
+
+
+def test_invalidating_a_keyed_tables_partition_makes_every_partition_applied_after_it_suspect(instance):
+    """A merge table's state since day 2 holds what day 2 applied: its later partitions, and every partition that
+    read its state, wait for the fix; the readers are named with the invalid partition as their source."""
+    mesh = CatalogMesh.of(MeshGraph(load_all(DOMAINS)))
+    reported = {(t, d) for t in ("status_counts",) for d in DAYS}
+    for table, day in reported:
+        event = dg.AssetMaterialization(asset_key=dg.AssetKey(["kr", table]), partition=day)
+        instance.report_runless_asset_event(event)
+
+    marked = invalidation(instance, mesh, "kr/order_status", "2021-06-02", None, "a bad feed")
+
+    assert [(m.key.to_user_string(), m.partitions, m.suspect) for m in marked] == [
+        ("kr/order_status", ("2021-06-02",), False),
+        ("kr/order_status", ("2021-06-03", "2021-06-04", "2021-06-05"), True),
+        ("kr/status_counts", tuple(DAYS), True),
+    ]
+    assert marked[1].sources == ("kr/order_status 2021-06-02",)
