@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         VolumeAnomaly,
     )
     from mesh_assets.model.grain import Grain
+    from mesh_assets.model.kinds import Append, Changes, Full, History, Merge, Partitions
     from mesh_assets.model.product import Column, Contact, ExternalTable, Input, Output
     from mesh_assets.model.windows import Window, all_partitions, last, previous, same
     from mesh_assets.run.context import ProductContext
@@ -40,6 +41,12 @@ if TYPE_CHECKING:
 
 _PUBLIC = {
     "AcceptedValues": "mesh_assets.model.checks",
+    "Partitions": "mesh_assets.model.kinds",
+    "Merge": "mesh_assets.model.kinds",
+    "History": "mesh_assets.model.kinds",
+    "Full": "mesh_assets.model.kinds",
+    "Changes": "mesh_assets.model.kinds",
+    "Append": "mesh_assets.model.kinds",
     "Column": "mesh_assets.model.product",
     "Contact": "mesh_assets.model.product",
     "DataProduct": "mesh_assets.components",
@@ -80,18 +87,24 @@ _PUBLIC = {
 __all__ = [
     "RESOURCE_KEY",
     "AcceptedValues",
+    "Append",
+    "Changes",
     "Column",
     "Contact",
     "DataProduct",
     "ExternalTable",
     "Freshness",
+    "Full",
     "Grain",
+    "History",
     "Input",
+    "Merge",
     "MeshPySparkResource",
     "MeshResource",
     "MeshSettings",
     "NotNull",
     "Output",
+    "Partitions",
     "Product",
     "ProductContext",
     "RowCount",

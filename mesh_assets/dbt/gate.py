@@ -24,8 +24,9 @@ from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.nodes import DBT_GRAIN
 from mesh_assets.graph.queries import NotAQuery, parse_query
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.storage.strategies.replace import commit
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
-from mesh_assets.storage.writer import WriteResult, commit, partition_counts, stage
+from mesh_assets.storage.writer import WriteResult, partition_counts, stage
 
 
 @dataclass

@@ -19,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from mesh_assets.graph.resolve import (
     DeclaredInput,
     Owner,
@@ -30,10 +32,11 @@ from mesh_assets.graph.resolve import (
 )
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import KindSpec
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
-FORMAT = 4
+FORMAT = 5
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ def _tool_table_fields(table: Table) -> dict[str, Any]:
         "source_file": str(table.source_file) if table.source_file else None,
         "line": table.line,
         "inputs": [list(ref) for ref in table.inputs],
+        "tool_kind": table.tool_kind.model_dump(mode="json", by_alias=True) if table.tool_kind else None,
     }
 
 
@@ -164,6 +168,7 @@ def table_from_json(data: dict[str, Any]) -> Table:
                 "source_file": Path(f["source_file"]) if f["source_file"] else None,
                 "blocking_checks": tuple(f["blocking_checks"]),
                 "inputs": tuple(tuple(ref) for ref in f["inputs"]),
+                "tool_kind": TypeAdapter(KindSpec).validate_python(f["tool_kind"]) if f["tool_kind"] else None,
             },
             kind=TableKind(data["kind"]),
         )

@@ -21,6 +21,7 @@ from mesh_assets.graph.queries import query_columns
 from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import Kind, default_kind
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import (
     Column,
@@ -124,10 +125,20 @@ class Table:
     revision: str | None = None
     """The revision of the product that declares it."""
     spec: Output | ExternalTable | None = field(default=None, compare=False)
+    tool_kind: Kind | None = None
+    """The kind of a table another tool writes (a dbt model's strategy); a product's is its output's."""
 
     @property
     def ref(self) -> str:
         return f"{self.domain}.{self.name}"
+
+    @property
+    def table_kind(self) -> Kind:
+        """What a run does to the table (:mod:`mesh_assets.model.kinds`): its output's kind, a tool's, or the
+        default of its grain."""
+        if isinstance(self.spec, Output):
+            return self.spec.table_kind
+        return self.tool_kind or default_kind(self.grain)
 
     @property
     def shows_values(self) -> bool:

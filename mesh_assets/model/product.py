@@ -17,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
+from mesh_assets.model.kinds import Full, Kind, KindSpec, Partitions, default_kind
 from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
 from mesh_assets.model.names import Identifier, split_table_ref
 from mesh_assets.model.windows import Window
@@ -85,7 +86,11 @@ class Output(Strict):
     published: bool = False
     partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
-    write_mode: WriteMode = "overwrite_partition"
+    kind: KindSpec | None = None
+    """What a run does to the table (:mod:`mesh_assets.model.kinds`); unset: ``partitions`` for a partitioned
+    output, ``full`` for an unpartitioned one. Read it as :attr:`table_kind`."""
+    write_mode: WriteMode | None = None
+    """The older name of two kinds: ``overwrite_partition`` (``kind: partitions``) and ``full``."""
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
     schema_policy: SchemaPolicy = Field(default="additive", alias="schema")
@@ -106,6 +111,15 @@ class Output(Strict):
         """The table this version is stored, keyed and read as: ``orders``, ``orders_v2``."""
         return versioned_name(self.table, self.version)
 
+    @property
+    def table_kind(self) -> Kind:
+        """The declared kind, or the one its ``write_mode`` or partitioning implies."""
+        if self.kind is not None:
+            return self.kind
+        if self.write_mode is not None:
+            return Full() if self.write_mode == "full" else Partitions()
+        return default_kind(self.partitioning)
+
     @field_validator("write_mode", mode="before")
     @classmethod
     def _mode(cls, value: Any) -> Any:
@@ -113,7 +127,7 @@ class Output(Strict):
 
     @field_validator("write_mode")
     @classmethod
-    def _partitions_are_overwritten(cls, value: WriteMode, info: ValidationInfo) -> WriteMode:
+    def _partitions_are_overwritten(cls, value: WriteMode | None, info: ValidationInfo) -> WriteMode | None:
         """A partitioned output's run replaces the partitions it computed, whatever the mode said; ``full``
         there was once accepted and ignored, so it is refused rather than half honoured."""
         grain = info.data.get("partitioning")
@@ -122,6 +136,18 @@ class Output(Strict):
                 f"write_mode: full is for unpartitioned outputs; a {grain} output overwrites the partitions "
                 "it computes: remove write_mode, or set partitioning: none to rewrite the whole table"
             )
+        if value == "overwrite_partition" and grain is not None and not grain.partitioned:
+            raise ValueError("an unpartitioned output (partitioning: none) must use write_mode: full")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _kind_fits(cls, value: Kind | None, info: ValidationInfo) -> Kind | None:
+        grain = info.data.get("partitioning")
+        if value is not None and grain is not None:
+            value.check_grain(grain)
+        if value is not None and info.data.get("partition_column") in value.extra_columns:
+            raise ValueError(f"the partition column {info.data['partition_column']} is one of the kind's columns")
         return value
 
     @model_validator(mode="after")
@@ -138,9 +164,9 @@ class Output(Strict):
         return self
 
     @model_validator(mode="after")
-    def _full_when_unpartitioned(self) -> Output:
-        if not self.partitioning.partitioned and self.write_mode != "full":
-            raise ValueError("an unpartitioned output (partitioning: none) must use write_mode: full")
+    def _one_name_for_the_kind(self) -> Output:
+        if self.kind is not None and self.write_mode is not None:
+            raise ValueError(f"give kind: {self.kind.name} alone: write_mode is an older name for two kinds")
         return self
 
 
@@ -288,6 +314,9 @@ def checks_of(table: Output | ExternalTable) -> list[CheckSpec]:
     freshness policy judges that), plus a blocking schema contract when a contract is declared, and an output's
     built-in ``valid`` check (what invalidation fails)."""
     checks = [c for c in table.checks if not isinstance(c, Freshness)]
+    if isinstance(table, Output):
+        named = {c.check_name for c in checks}
+        checks += [c for c in table.table_kind.implied_checks() if c.check_name not in named]
     if table.contract is not None and not any(isinstance(c, SchemaContract) for c in checks):
         checks.append(SchemaContract())
     if isinstance(table, Output) and not any(isinstance(c, Valid) for c in checks):

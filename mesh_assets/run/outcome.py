@@ -47,6 +47,8 @@ def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
             rows=sum(r.rows for r in results),
             partition_rows={k: n for r in results for k, n in r.partition_rows.items()},
             schema=results[-1].schema,
+            changes={k: sum(r.changes.get(k, 0) for r in results) for k in {k for r in results for k in r.changes}},
+            committed=any(r.committed for r in results),
         )
     observed = [o.reads for o in outcomes if o.reads is not None]
     return RunOutcome(
@@ -73,6 +75,8 @@ def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
             "rows": result.rows,
             "partition_rows": result.partition_rows,
             "schema": result.schema.jsonValue(),
+            "changes": dict(result.changes),
+            "committed": result.committed,
         },
         "checks": [
             {
@@ -114,7 +118,15 @@ def outcome_from_json(data: dict[str, Any], node: Node, part: PartitionRange | N
     result = None
     if (r := data["result"]) is not None:
         schema = StructType.fromJson(r["schema"])
-        result = WriteResult(r["location"], r["version"], r["rows"], dict(r["partition_rows"]), schema)
+        result = WriteResult(
+            r["location"],
+            r["version"],
+            r["rows"],
+            dict(r["partition_rows"]),
+            schema,
+            changes=dict(r["changes"]),
+            committed=r["committed"],
+        )
     lineage = data["column_lineage"]
     return RunOutcome(
         result,

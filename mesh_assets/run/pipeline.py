@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.kinds import Replay
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
@@ -24,6 +25,7 @@ from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
 from mesh_assets.run.readiness import landed_keys, unready_partitions
 from mesh_assets.run.record import record
+from mesh_assets.run.replay import refuse_out_of_order
 from mesh_assets.settings import EngineMode, MeshSettings
 from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import SchemaRule, rebuild_requested
@@ -54,15 +56,27 @@ def run_output(
 ) -> RunOutcome:
     """Compute, stage, check and publish one output for the run's partition(s).
 
-    A product that reads its own past computes a range partition by partition, in order, each one published
-    (one commit each) before the next reads it."""
+    A product that reads its own past, or whose kind applies each partition as a state (``history``), computes a
+    range partition by partition, in order, each one published (one commit each) before the next; a kind that
+    applies partitions in order stops at the first one not published. A past range the table's kind cannot
+    recompute alone is refused first (:mod:`mesh_assets.run.replay`)."""
     part = partition_range(context, node.table)
-    if part is None or len(part.values()) == 1 or not reads_own_past(node):
-        return _run(context, mesh, node, consumers, part)
+    rebuild = rebuild_requested(context.run.tags)
+    kind = node.table.table_kind
+    if kind.replay is not Replay.ANY and part is not None:
+        applied = context.instance.get_materialized_partitions(node.table.key)
+        refuse_out_of_order(node.table, part, applied, rebuild)
+    if part is None or len(part.values()) == 1 or not (reads_own_past(node) or kind.per_partition):
+        return _run(context, mesh, node, consumers, part, rebuild=rebuild)
     done: list[str] = []
     outcomes = []
     for value in part.values():
-        outcome = _run(context, mesh, node, consumers, part.single(value), done)
+        single = part.single(value)
+        if outcomes and kind.replay is not Replay.ANY and outcomes[-1].result is None:
+            why = f"not applied: {done[-1] if done else 'an earlier partition'} was the last applied, in order"
+            outcomes.append(RunOutcome(None, single, [], {}, blocked={single.grain.key(value): [why]}))
+            continue
+        outcome = _run(context, mesh, node, consumers, single, done, rebuild=rebuild and not outcomes)
         done += list(outcome.result.partition_rows) if outcome.result else []
         outcomes.append(outcome)
     return merged(part, outcomes)
@@ -75,6 +89,8 @@ def _run(
     consumers: tuple[str, ...],
     part: PartitionRange | None,
     earlier: list[str] | None = None,
+    *,
+    rebuild: bool,
 ) -> RunOutcome:
     blocked = unready_partitions(context.instance, node, part, earlier or (), landed=landed_keys(mesh))
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
@@ -85,7 +101,7 @@ def _run(
         part,
         runnable,
         context.run.run_id,
-        SchemaRule(node.output.schema_policy, rebuild_requested(context.run.tags), consumers),
+        SchemaRule(node.output.schema_policy, rebuild, consumers),
         settings.lineage.undeclared_reads_for(node.domain),
         blocked,
     )

@@ -52,6 +52,10 @@ def published_metadata(result: WriteResult, revision: str | None) -> dict[str, A
         "delta_version": result.version,
         "location": result.location,
     }
+    for change, rows in result.changes.items():  # a keyed kind's MERGE: what it did to the table's rows
+        metadata[f"rows_{change}"] = rows
+    if not result.committed:
+        metadata["unchanged"] = True  # nothing differed: no commit, the table stays at delta_version
     if result.written_again_after:  # another writer created the table first; this write went into it
         metadata["written_again_after"] = result.written_again_after
     if revision is not None:
