@@ -36,6 +36,7 @@ from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain, load_own_domains
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.graph.validate import validate
+from mesh_assets.maintenance.jobs import build_maintain_job, build_restore_job
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
@@ -228,7 +229,11 @@ def _domain_definitions(
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
     plain_specs = [spec for a in plain for spec in a.specs]
     jobs += [build_invalidate_job(domain, graph, settings.alerts, plain_specs)] if nodes else []
-    return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
+    schedules = []
+    if (maintenance := build_maintain_job(domain, nodes, graph, settings.maintenance)) is not None:
+        jobs += [maintenance[0], build_restore_job(domain, graph, settings.alerts)]
+        schedules.append(maintenance[1])
+    return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs, schedules=schedules))
 
 
 def _resolved(
