@@ -184,7 +184,7 @@ def _dbt_models(
             context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
         ):
             from mesh_assets.dbt.compiled import compile_step  # the run side: Spark, the write path
-            from mesh_assets.dbt.publish import publish_models
+            from mesh_assets.dbt.publish import publish_models, refuse_past_ranges
 
             unready = unready_models(context, mesh)
             specs = context.assets_def.specs_by_key
@@ -203,6 +203,7 @@ def _dbt_models(
                     target_path=mesh.settings.home / "dbt" / "target",
                     env=dbt_env(mesh.registry.warehouse),
                 )
+                refuse_past_ranges(context, manifest, models, full_refresh=config.full_refresh)
                 yield from publish_models(
                     context, mesh, models, full_refresh=config.full_refresh, unready=unready, nodes=manifest["nodes"]
                 )

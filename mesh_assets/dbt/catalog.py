@@ -12,12 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from mesh_assets.dbt import project
-from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, node_meta, partition_column
+from mesh_assets.dbt.nodes import (
+    DBT_GRAIN,
+    model_domain,
+    model_end,
+    model_kind,
+    model_start,
+    node_meta,
+    partition_column,
+)
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import Kind
 from mesh_assets.model.lifecycle import Classification
 
 PERSISTED = {"incremental", "table"}
@@ -28,6 +37,15 @@ def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     if column and config.get("materialized") == "incremental":
         return DBT_GRAIN, column
     return Grain.NONE, "p_date"
+
+
+def _kind(config: dict[str, Any]) -> Kind | None:
+    """The model's kind (a merge's unique key, for ``mesh list``, replays and plans); a config Mesh cannot
+    publish has none here, and its run is refused saying why."""
+    try:
+        return model_kind(config)
+    except ValueError:
+        return None
 
 
 def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
@@ -82,6 +100,7 @@ def dbt_tables(
                 grain=grain,
                 partition_column=column,
                 kind=TableKind.DBT,
+                tool_kind=_kind(config),
                 start_date=model_start(node, defaults),
                 end_date=model_end(node, defaults),
                 contacts=domain_defaults.contacts or (),

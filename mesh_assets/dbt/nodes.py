@@ -11,8 +11,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import Full, Kind, Merge, Partitions
 from mesh_assets.model.product import DEFAULT_START
 
 DBT_GRAIN = Grain.DAILY
@@ -39,6 +42,48 @@ def partition_column(config: Mapping[str, Any]) -> str | None:
     partition_by = config.get("partition_by")
     column = partition_by[0] if isinstance(partition_by, list) and partition_by else partition_by
     return str(column) if column else None
+
+
+MERGE_OPTIONS_REFUSED = ("merge_update_columns", "merge_exclude_columns", "incremental_predicates")
+"""dbt merge options Mesh's ``merge`` kind does not apply: refused rather than silently ignored."""
+
+
+def model_kind(config: Mapping[str, Any]) -> Kind:
+    """The Mesh table kind a dbt model's config declares: ``table`` is ``full``, ``incremental`` with
+    ``replace_where`` is ``partitions``, and with ``merge`` (and its ``unique_key``) is ``merge``. Raises
+    ``ValueError`` saying what to change for any other."""
+    materialized = config.get("materialized")
+    if materialized == "table":
+        return Full()
+    if materialized != "incremental":
+        raise ValueError(f"materialized {materialized!r}; Mesh publishes incremental or table models (or snapshots)")
+    strategy = config.get("incremental_strategy")
+    partition_by = config.get("partition_by")
+    columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if strategy == "merge":
+        if len(columns) > 1:
+            raise ValueError("a merge model may have at most one partition_by column (the day)")
+        if not config.get("unique_key"):
+            raise ValueError("incremental_strategy 'merge' needs a unique_key: the column(s) its rows are merged by")
+        refused = [option for option in MERGE_OPTIONS_REFUSED if config.get(option)]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)} of incremental_strategy 'merge' are not supported by Mesh: a matched row is "
+                "updated whole; remove them"
+            )
+        try:
+            return Merge(unique_key=config["unique_key"])
+        except ValidationError as exc:
+            raise ValueError(
+                f"unique_key {config['unique_key']!r} must name one column or a list of columns "
+                f"({exc.errors()[0]['msg']})"
+            ) from None
+    if strategy != "replace_where" or len(columns) != 1:
+        raise ValueError(
+            "an incremental model is published by replacing its days (incremental_strategy 'replace_where' and "
+            "exactly one partition_by column) or merged by key (incremental_strategy 'merge' and a unique_key)"
+        )
+    return Partitions()
 
 
 def is_model(props: Mapping[str, Any]) -> bool:

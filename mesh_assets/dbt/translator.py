@@ -9,10 +9,18 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import model_domain, node_meta, partition_column
+from mesh_assets.dbt.nodes import model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
 
 DBT_KINDS = {"dbt", "spark", "delta"}
+
+
+def _describe(config: Mapping[str, Any]) -> str:
+    """The Mesh kind a model is published as (``merge on order_id``), as a product's asset shows it."""
+    try:
+        return model_kind(config).describe()
+    except ValueError:
+        return "-"
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):
@@ -70,6 +78,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
             **super().get_metadata(dbt_resource_props),
             "partition_column": partition_column(config) or "-",
             "write_mode": config.get("incremental_strategy") or config.get("materialized") or "-",
+            "kind": _describe(config),
             "source_file": str(dbt_resource_props.get("original_file_path", "")),
         }
 
