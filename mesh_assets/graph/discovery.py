@@ -48,7 +48,8 @@ def domain_folders(domains_dir: Path) -> list[Path]:
     return sorted(p for p in domains_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
-TRANSFORMATION_FIELDS = {"kind", "inputs", "sql", "sql_file", "range_aware", "line"}
+TRANSFORMATION_FIELDS = {"inputs", "sql", "sql_file", "range_aware", "line"}
+"""A YAML table's fields that describe how it is computed; the others (``kind`` among them) are its output's."""
 
 
 def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:

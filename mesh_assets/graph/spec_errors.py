@@ -33,11 +33,13 @@ def yaml_loc(loc: tuple) -> tuple:
 
 
 def _union_tag(loc: tuple, i: int) -> bool:
-    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's), which
-    a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``."""
+    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's, a table
+    kind's), which a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``."""
     part = loc[i]
     if not isinstance(part, str) or i == len(loc) - 1:
         return False
+    if i >= 1 and loc[i - 1] == "kind":  # a table kind's model: ``kind.merge.unique_key`` is ``kind.unique_key``
+        return True
     return part in {"pyspark", "sql"} or (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks")
 
 

@@ -28,6 +28,8 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.names import Identifier
 from mesh_assets.model.partitions import PartitionRange
 
+REPLAY = "replay"
+"""The asset metadata that carries a kind's :class:`Replay` rule, when it is not ``any``: what backfills plan by."""
 KEY_CHECK = "unique_key"
 """The name of the blocking check every keyed kind implies on its staged rows."""
 
