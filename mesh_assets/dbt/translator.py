@@ -11,16 +11,19 @@ from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtP
 from mesh_assets.automation.conditions import dbt_model_condition
 from mesh_assets.dbt.nodes import model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.kinds import REPLAY, Replay
 
 DBT_KINDS = {"dbt", "spark", "delta"}
 
 
-def _describe(config: Mapping[str, Any]) -> str:
-    """The Mesh kind a model is published as (``merge on order_id``), as a product's asset shows it."""
+def _kind_metadata(config: Mapping[str, Any]) -> dict[str, str]:
+    """The Mesh kind a model is published as (``merge on order_id``), and how a backfill may replay its past
+    (:mod:`mesh_assets.backfill.in_order`), as a product's asset shows them."""
     try:
-        return model_kind(config).describe()
+        kind = model_kind(config)
     except ValueError:
-        return "-"
+        return {"kind": "-"}
+    return {"kind": kind.describe(), **({REPLAY: kind.replay.value} if kind.replay is not Replay.ANY else {})}
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):
@@ -78,7 +81,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
             **super().get_metadata(dbt_resource_props),
             "partition_column": partition_column(config) or "-",
             "write_mode": config.get("incremental_strategy") or config.get("materialized") or "-",
-            "kind": _describe(config),
+            **_kind_metadata(config),
             "source_file": str(dbt_resource_props.get("original_file_path", "")),
         }
 

@@ -101,7 +101,8 @@ def failure(result: dg.ExecuteInProcessResult) -> str:
 def test_a_merge_model_is_a_merge_table_of_the_catalog(kinds_project):
     [table] = [t for t in dbt_tables() if t.key == LATEST]
     assert table.table_kind == Merge(unique_key=("restaurant_id",))
-    assert kinds_project.specs_by_key[LATEST].metadata["kind"] == "merge on restaurant_id"
+    metadata = kinds_project.specs_by_key[LATEST].metadata
+    assert (metadata["kind"], metadata["replay"]) == ("merge on restaurant_id", "forward"), "mesh backfill plans by it"
 
 
 def test_a_merge_model_upserts_by_its_unique_key(world, kinds_project):
