@@ -1,8 +1,8 @@
 """dbt models as Mesh catalog entries, so Python and SQL products can declare them as inputs.
 
 Discovery finds only Python/YAML products; ``dbt_tables()`` reads the prepared manifest and returns one
-:class:`~mesh_assets.graph.resolve.Table` per persisted dbt model, keyed ``(domain, model)`` like the dbt
-assets, for the graph to resolve.
+:class:`~mesh_assets.graph.resolve.Table` per persisted dbt model (and snapshot), with its kind, keyed
+``(domain, model)`` like the dbt assets, for the graph to resolve.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from mesh_assets.dbt import project
 from mesh_assets.dbt.nodes import (
     DBT_GRAIN,
+    is_model,
     model_domain,
     model_end,
     model_kind,
@@ -29,12 +30,12 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.kinds import Kind
 from mesh_assets.model.lifecycle import Classification
 
-PERSISTED = {"incremental", "table"}
+PERSISTED = {"incremental", "table", "snapshot"}
 
 
 def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     column = partition_column(config)
-    if column and config.get("materialized") == "incremental":
+    if column and config.get("materialized") in {"incremental", "snapshot"}:
         return DBT_GRAIN, column
     return Grain.NONE, "p_date"
 
@@ -84,7 +85,7 @@ def dbt_tables(
     out = []
     for node in manifest["nodes"].values():
         config = node.get("config") or {}
-        if node["resource_type"] != "model" or config.get("materialized") not in PERSISTED:
+        if not is_model(node) or config.get("materialized") not in PERSISTED:
             continue
         meta = node_meta(node)
         grain, column = _partitioning(config)

@@ -89,8 +89,14 @@ def _query(spark: SparkSession, model: DbtModel) -> DataFrame:
     except (NotAQuery, ParseError) as exc:
         raise dg.Failure(description=f"dbt model {model.ref} did not compile to one query: {exc}") from None
     df = spark.sql(model.sql)
-    if model.partition_column and model.partition_column not in df.columns:
-        raise dg.Failure(description=f"dbt model {model.ref} has no column {model.partition_column} (its partition_by)")
+    column = model.partition_column
+    if model.kind.per_partition and column in df.columns:
+        raise dg.Failure(
+            description=f"dbt snapshot {model.ref} returns a column {column}, the day Mesh records each version was "
+            "opened by: rename it, or name another column in the snapshot's partition_by; nothing was published"
+        )
+    if column and not model.kind.per_partition and column not in df.columns:
+        raise dg.Failure(description=f"dbt model {model.ref} has no column {column} (its partition_by)")
     return df
 
 
@@ -165,19 +171,15 @@ def gate_model(
         values = [DBT_GRAIN.parse(k) for k in publish] if len(publish) < len(keys) else None
         if model.kind.keyed:
             refuse_duplicate_keys(model, staged, publish)
-            run.result = strategy_for(model.kind).commit(
-                spark,
-                staged,
-                Target(
-                    location,
-                    partition_column=column if model.partitioned else None,
-                    partitions=part if model.partitioned else None,
-                    publish=values,
-                    counts=counts,
-                    schema=SchemaRule(rebuild=full_refresh),
-                    **info,
-                ),
-            )
+            target = Target(location, publish=values, counts=counts, schema=SchemaRule(rebuild=full_refresh), **info)
+            if model.partitioned:
+                target = dataclasses.replace(target, partition_column=column, partitions=part)
+            elif model.kind.per_partition:  # a snapshot: the rows are the state at the run's last day
+                last = part.single(part.end)
+                target = dataclasses.replace(
+                    target, partition_column=column, partitions=last, counts={last.keys()[0]: staged.count()}
+                )
+            run.result = strategy_for(model.kind).commit(spark, staged, target)
         elif model.materialized == "table" or (full_refresh and registry.exists(spark, *model.key.path)):
             # The whole table: an existing table keeps its partitioning; Delta refuses a changed schema.
             total = None if counts is None else {"*": sum(counts.values())}

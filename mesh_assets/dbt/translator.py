@@ -9,7 +9,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import model_domain, model_kind, node_meta, partition_column
+from mesh_assets.dbt.nodes import is_model, model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.kinds import REPLAY, Replay
 
@@ -73,7 +73,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
         return {**super().get_tags(dbt_resource_props), **tags}
 
     def get_automation_condition(self, dbt_resource_props: Mapping[str, Any]) -> dg.AutomationCondition | None:
-        return dbt_model_condition() if dbt_resource_props["resource_type"] == "model" else None
+        return dbt_model_condition() if is_model(dbt_resource_props) else None
 
     def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
         config = dbt_resource_props.get("config") or {}
@@ -88,7 +88,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
     def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None) -> dg.AssetSpec:
         spec = super().get_asset_spec(manifest, unique_id, project)
         props = self.get_resource_props(manifest, unique_id)
-        if props["resource_type"] == "model":
+        if is_model(props):
             spec = spec.replace_attributes(kinds=DBT_KINDS)
         return spec
 

@@ -1,12 +1,13 @@
 """dbt models of Mesh's keyed kinds, through the same gate as every dbt model: an incremental ``merge`` model
 (``unique_key``) is computed on Mesh's session, its dbt tests run on the staged rows, Mesh's ``unique_key`` check
-is implied, and it is published with one ``MERGE`` (no commit when nothing changed)."""
+is implied, and it is published with one ``MERGE`` (no commit when nothing changed); a dbt snapshot is a
+``history`` table, its SELECT computed and applied the same way."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dbt_kinds"
 ORDERS = dg.AssetKey(["food_delivery", "orders"])
 LATEST = dg.AssetKey(["growth", "restaurant_latest"])
+DAYS = dg.AssetKey(["growth", "restaurant_days"])
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +175,55 @@ def test_a_key_with_two_rows_is_refused_by_the_unique_key_check(world, kinds_pro
         "more than one row"
     ) in failure(refused)
     assert version(world, LATEST) == kept and latest_rows(world) == before
+
+
+def snapshot_rows(world) -> set[tuple]:
+    columns = ["restaurant_id", "city", "orders", "last_day", "dbt_valid_from", "dbt_valid_to", "dbt_is_current"]
+    return {(*r[:-1], r[-1].isoformat()) for r in world.table(*DAYS.path).select(*columns, "p_date").collect()}
+
+
+def day_rows(world, day: date) -> dict[int, tuple]:
+    """Per restaurant with orders on ``day``: its city and orders, from the orders table in Python."""
+    out: dict[int, tuple] = {}
+    for row in world.table(*ORDERS.path).where(F.col("p_date") == F.lit(day)).collect():
+        city, n = out.get(row["restaurant_id"], (row["city"], 0))
+        out[row["restaurant_id"]] = (city, n + 1)
+    return out
+
+
+def test_a_dbt_snapshot_is_a_history_table(world, kinds_project):
+    """strategy timestamp (updated_at last_day), hard_deletes invalidate: a moved last_day closes the current
+    version and opens one; a restaurant without orders on the run's day is closed at its start."""
+    first, second = date(2021, 6, 1), date(2021, 6, 2)
+    at = {d: datetime(d.year, d.month, d.day) for d in (first, second)}
+    metadata = kinds_project.specs_by_key[DAYS].metadata
+    assert (metadata["kind"], metadata["replay"]) == ("history on restaurant_id by updated_at last_day", "rebuild")
+    add_orders(world, first, [{"id": -20, "restaurant_id": -9}])  # a restaurant seen on 06-01 only
+    try:
+        tested = run(world, kinds_project, DAYS, first.isoformat()).get_asset_check_evaluations()
+        assert [(c.check_name, c.passed) for c in tested] == [("not_null_restaurant_days_restaurant_id", True)]
+        day_1 = day_rows(world, first)
+        assert snapshot_rows(world) == {
+            (r, city, n, first, at[first], None, True, "2021-06-01") for r, (city, n) in day_1.items()
+        }
+        created = version(world, DAYS)
+
+        run(world, kinds_project, DAYS, second.isoformat())
+        day_2 = day_rows(world, second)
+        assert -9 not in day_2 and set(day_1) - {-9} <= set(day_2)
+        assert snapshot_rows(world) == {
+            (r, city, n, first, at[first], at[second], False, "2021-06-01") for r, (city, n) in day_1.items()
+        } | {(r, city, n, second, at[second], None, True, "2021-06-02") for r, (city, n) in day_2.items()}
+        assert version(world, DAYS) == created + 1
+
+        rerun = run(world, kinds_project, DAYS, second.isoformat())
+        assert version(world, DAYS) == created + 1, "the same input again adds nothing and commits nothing"
+        assert rerun.get_asset_materialization_events()[0].materialization.metadata["unchanged"].value is True
+    finally:
+        remove_added_orders(world)
+
+    past = run(world, kinds_project, DAYS, first.isoformat(), raise_on_error=False)
+    assert not past.success and version(world, DAYS) == created + 1
+    assert "growth.restaurant_days (history on restaurant_id by updated_at last_day) keeps versions in order" in (
+        failure(past)
+    )
