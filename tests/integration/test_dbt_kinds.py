@@ -44,14 +44,17 @@ def kinds_project(world, tmp_path_factory) -> Iterator[dg.AssetsDefinition]:
         yield growth
 
 
-def run(world, models: dg.AssetsDefinition, key: dg.AssetKey, day: str, **kwargs) -> dg.ExecuteInProcessResult:
+def run(
+    world, models: dg.AssetsDefinition, key: dg.AssetKey, day: str, *, raise_on_error: bool = True, tags=None
+) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [*executable_assets(world.defs), models],
         instance=world.instance,
         resources={"mesh": world.mesh, "dbt": dbt_resource()},
         selection=[key],
-        partition_key=day,
-        raise_on_error=kwargs.get("raise_on_error", True),
+        partition_key=None if tags else day,
+        tags=tags,
+        raise_on_error=raise_on_error,
     )
 
 
@@ -175,6 +178,29 @@ def test_a_key_with_two_rows_is_refused_by_the_unique_key_check(world, kinds_pro
         "more than one row"
     ) in failure(refused)
     assert version(world, LATEST) == kept and latest_rows(world) == before
+
+
+def test_mesh_rebuild_of_a_merge_model_recreates_it_from_its_window(world, kinds_project):
+    """The run tag of ``mesh rebuild`` is a full refresh: a past range is no longer refused, and the table is
+    the range's rows alone, in one overwrite."""
+    if "2021-06-02" not in world.instance.get_materialized_partitions(LATEST):
+        run(world, kinds_project, LATEST, "2021-06-01")
+        run(world, kinds_project, LATEST, "2021-06-02")
+    kept = version(world, LATEST)
+    rebuild = {
+        "dagster/asset_partition_range_start": "2021-06-01",
+        "dagster/asset_partition_range_end": "2021-06-02",
+        "mesh/rebuild": "true",
+    }
+    run(world, kinds_project, LATEST, "", tags=rebuild)
+    orders = world.table(*ORDERS.path).where(F.col("p_date") <= F.lit(date(2021, 6, 2))).collect()
+    expected: dict[int, tuple] = {}
+    for row in orders:
+        city, n, items, last = expected.get(row["restaurant_id"], (row["city"], 0, 0, row["p_date"]))
+        expected[row["restaurant_id"]] = (city, n + 1, items + row["quantity"], max(last, row["p_date"]))
+    assert latest_rows(world) == expected
+    history = DeltaTable.forPath(world.mesh.spark, world.mesh.registry.location(*LATEST.path)).history(1).first()
+    assert history["version"] == kept + 1 and history["operationParameters"]["mode"] == "Overwrite"
 
 
 def snapshot_rows(world) -> set[tuple]:
