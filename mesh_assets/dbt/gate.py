@@ -209,7 +209,7 @@ def refuse_duplicate_keys(model: DbtModel, rows: DataFrame, publish: list[str]) 
         return
     raise dg.Failure(
         description=f"dbt model {model.ref}: check {KEY_CHECK} failed: {total} key(s) of unique_key "
-        f"({', '.join(keys)}) have more than one row{' on one day' if column else ''}, and a merge needs one row "
-        "per key; nothing of it was published",
+        f"({', '.join(keys)}) have more than one row{' on one day' if column else ''}, and a {model.kind.name} table "
+        "needs one row per key; nothing of it was published",
         metadata={"check": KEY_CHECK, "unique_key": keys, "duplicate_keys": total},
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -28,6 +28,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "dbt_kinds"
 ORDERS = dg.AssetKey(["food_delivery", "orders"])
 LATEST = dg.AssetKey(["growth", "restaurant_latest"])
 DAYS = dg.AssetKey(["growth", "restaurant_days"])
+BY_DAY = dg.AssetKey(["growth", "restaurant_by_day"])
 
 
 @pytest.fixture(scope="module")
@@ -203,8 +204,39 @@ def test_mesh_rebuild_of_a_merge_model_recreates_it_from_its_window(world, kinds
     assert history["version"] == kept + 1 and history["operationParameters"]["mode"] == "Overwrite"
 
 
+def test_a_partitioned_merge_models_days_apply_in_order_up_to_a_refused_one(world, kinds_project):
+    """With a partition_by, a key has a row per day of a range (the latest day wins); a day refused by a blocking
+    test holds back the days after it, which would otherwise be applied without it."""
+    add_orders(world, date(2021, 6, 2), [{"id": -30, "restaurant_id": -5, "city": None}])
+    tags = {"dagster/asset_partition_range_start": "2021-06-01", "dagster/asset_partition_range_end": "2021-06-03"}
+    try:
+        refused = run(world, kinds_project, BY_DAY, "", tags=tags, raise_on_error=False)
+    finally:
+        remove_added_orders(world)
+    assert not refused.success
+    assert {e.partition for e in refused.get_asset_materialization_events()} == {"2021-06-01"}
+    assert "dbt test not_null_restaurant_by_day_city on partition 2021-06-02 failed" in failure(refused)
+    assert (
+        "growth.restaurant_by_day 2021-06-03: not published, growth.restaurant_by_day (merge on restaurant_id) "
+        "applies its days in order and an earlier one was refused"
+    ) in failure(refused)
+    first = world.table(*BY_DAY.path).collect()
+    assert {r["restaurant_id"]: (r["city"], r["orders"], r["p_date"]) for r in first} == {
+        r: (city, n, date(2021, 6, 1)) for r, (city, n) in day_rows(world, date(2021, 6, 1)).items()
+    }
+
+    run(world, kinds_project, BY_DAY, "", tags={**tags, "dagster/asset_partition_range_start": "2021-06-02"})
+    rows = world.table(*BY_DAY.path).collect()
+    assert len(rows) == len({r["restaurant_id"] for r in rows}), "one row per key, though it has one per day"
+    assert {r["restaurant_id"]: (r["city"], r["orders"], r["p_date"]) for r in rows} == {
+        r: (city, n, date(2021, 6, 3)) for r, (city, n) in day_rows(world, date(2021, 6, 3)).items()
+    }
+
+
 def snapshot_rows(world) -> set[tuple]:
-    columns = ["restaurant_id", "city", "orders", "last_day", "dbt_valid_from", "dbt_valid_to", "dbt_is_current"]
+    """The versions, their validity as UTC text (the session's zone: collect() would give the process's)."""
+    utc = [F.date_format(c, "yyyy-MM-dd HH:mm:ss").alias(c) for c in ("dbt_valid_from", "dbt_valid_to")]
+    columns = ["restaurant_id", "city", "orders", "last_day", *utc, "dbt_is_current"]
     return {(*r[:-1], r[-1].isoformat()) for r in world.table(*DAYS.path).select(*columns, "p_date").collect()}
 
 
@@ -221,7 +253,7 @@ def test_a_dbt_snapshot_is_a_history_table(world, kinds_project):
     """strategy timestamp (updated_at last_day), hard_deletes invalidate: a moved last_day closes the current
     version and opens one; a restaurant without orders on the run's day is closed at its start."""
     first, second = date(2021, 6, 1), date(2021, 6, 2)
-    at = {d: datetime(d.year, d.month, d.day) for d in (first, second)}
+    at = {d: f"{d.isoformat()} 00:00:00" for d in (first, second)}
     metadata = kinds_project.specs_by_key[DAYS].metadata
     assert (metadata["kind"], metadata["replay"]) == ("history on restaurant_id by updated_at last_day", "rebuild")
     add_orders(world, first, [{"id": -20, "restaurant_id": -9}])  # a restaurant seen on 06-01 only
