@@ -23,6 +23,7 @@ SUITE = [
     "partition_overhead",
     "backfill",
     "writes",
+    "history",
     "observer_tick",
     "automation_tick",
     "domain_isolation",

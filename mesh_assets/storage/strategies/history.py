@@ -54,8 +54,8 @@ class KeepHistory:
         if target.partition_column is None or len(chosen) != 1:
             raise ValueError(f"{target.name}: a history table applies one partition per commit, not {len(chosen)}")
         applying = Applying(spark, self.kind, target, chosen[0])
-        table = None if version_or_none(target.location, target.s3) is None or target.schema.rebuild else target
-        again = table is not None and applying.applied_before()
+        exists = version_or_none(target.location, target.s3) is not None and not target.schema.rebuild
+        again = exists and applying.applied_before()  # a rebuild's first partition recreates the table
         return merge_commit(
             spark,
             staged,
@@ -183,7 +183,8 @@ class Applying:
         )
         earlier = table.where(F.col(quoted(column)) < F.lit(self.value))
         latest = earlier.withColumn("__r", F.row_number().over(order)).where("__r = 1").drop("__r")
-        latest = latest.join(opened, _same_keys(keys, latest, [F.col(f"__o{i}") for i in range(len(keys))]), "left")
+        ours = [F.col(quoted(k)) for k in keys]
+        latest = latest.join(opened, _same_keys(ours, [F.col(f"__o{i}") for i in range(len(keys))]), "left")
         to, current = F.col(quoted(kind.valid_to)), F.col(quoted(kind.is_current))
         closed_here = ~current & (
             (F.col("__of").isNotNull() & (to == F.col("__of"))) | (F.col("__of").isNull() & (to >= start))
@@ -209,7 +210,7 @@ class Applying:
         def sc(c: str) -> Column:
             return F.col(f"__s{at[c]}")
 
-        both = old.join(fresh, _same_keys(keys, None, [lc(k) for k in keys], [sc(k) for k in keys]), "full")
+        both = old.join(fresh, _same_keys([lc(k) for k in keys], [sc(k) for k in keys]), "full")
         has_old, has_new, was_current = lc(column).isNotNull(), sc(column).isNotNull(), lc(kind.is_current)
         if kind.updated_at:
             change = sc(kind.updated_at) > lc(kind.updated_at)
@@ -240,10 +241,9 @@ def _any_differs(pairs: list[tuple[Column, Column]]) -> Column:
     return ~same
 
 
-def _same_keys(keys: tuple[str, ...], left: DataFrame | None, right: list[Column], lefts: list[Column] | None = None):
-    """A null-safe join condition of ``keys`` (``left``'s columns, or ``lefts``) and ``right``."""
-    cols = lefts if lefts is not None else [left[quoted(k)] for k in keys]  # type: ignore[index]
+def _same_keys(lefts: list[Column], rights: list[Column]) -> Column:
+    """A join condition: each column of ``lefts`` equals its column of ``rights`` (nulls equal)."""
     cond = F.lit(True)
-    for a, b in zip(cols, right, strict=True):
+    for a, b in zip(lefts, rights, strict=True):
         cond = cond & a.eqNullSafe(b)
     return cond
