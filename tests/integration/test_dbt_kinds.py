@@ -18,7 +18,9 @@ from pyspark.sql import functions as F
 from mesh_assets import executable_assets
 from mesh_assets.dbt import build_dbt_assets, dbt_resource, dbt_tables, prepare
 from mesh_assets.graph.defaults import domains_defaults
+from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.kinds import Merge
+from mesh_assets.settings import get_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -133,6 +135,13 @@ def test_a_merge_model_upserts_by_its_unique_key(world, kinds_project):
         assert DeltaTable.forPath(world.mesh.spark, location).history(1).first()["operation"] == "MERGE"
         metadata = second.get_asset_materialization_events()[0].materialization.metadata
         assert (metadata["rows_updated"].value, metadata["rows_inserted"].value) == (len(on_day_2) - 1, 1)
+        [complete] = [  # lineage as for every dbt model: the run's COMPLETE names the version its MERGE made
+            e
+            for e in read_events(get_settings().lineage_dir)
+            if e["eventType"] == "COMPLETE" and e["run"]["facets"]["parent"]["run"]["runId"] == second.run_id
+        ]
+        assert complete["job"]["name"] == "growth.restaurant_latest"
+        assert complete["outputs"][0]["facets"]["version"]["datasetVersion"] == str(created + 1)
 
         rerun = run(world, kinds_project, LATEST, "2021-06-02")
         assert version(world, LATEST) == created + 1, "the same input again: no new commit"
