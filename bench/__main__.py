@@ -24,6 +24,7 @@ SUITE = [
     "backfill",
     "writes",
     "maintenance",
+    "history",
     "observer_tick",
     "automation_tick",
     "domain_isolation",

@@ -197,6 +197,13 @@ class History(_Keyed):
             raise ValueError("check_columns must name at least one column")
         return self
 
+    def check_grain(self, grain: Grain) -> None:
+        if not grain.partitioned:
+            raise ValueError(
+                "kind history needs a partitioned output: each partition is the source's state at its start, "
+                "when its changes and deletes take effect"
+            )
+
     @property
     def replay(self) -> Replay:
         return Replay.REBUILD
