@@ -71,7 +71,7 @@ class KeepHistory:
             target,
             create=applying.versions,
             statement=applying.reapply if again else applying.apply,
-            source=applying.redone if again else applying.versions,
+            source=applying.redone if again else lambda rows: rows,
         )
 
 
@@ -112,8 +112,14 @@ class Applying:
         """SQL: when a key missing from the partition's rows stops being valid (never before it began)."""
         return f"greatest({self.start}, {quoted(self.kind.valid_from, current)})"
 
+    def opened(self, row: str) -> str:
+        """SQL: the ``valid_from`` of the version the source row ``row`` opens."""
+        updated_at = self.kind.updated_at
+        return f"CAST({quoted(updated_at, row)} AS TIMESTAMP)" if updated_at else self.start
+
     def apply(self, table: str, view: str) -> str:
-        """The standard SCD2 ``MERGE`` of a partition after every one the table holds."""
+        """The standard SCD2 ``MERGE`` of a partition after every one the table holds; ``view`` holds the rows
+        as computed (their validity is written by the statement, so the source is no wider than the rows)."""
         kind, keys = self.kind, self.kind.unique_key
         current = quoted(kind.is_current, "t")
         source = (
@@ -121,7 +127,13 @@ class Applying:
             f"SELECT true AS {NEW}, s.* FROM {view} AS s JOIN {table} AS t "
             f"ON {keys_match(keys)} AND {current} WHERE {self.changed('t', 's')}"
         )
-        columns = self.columns_of(view)
+        written = {
+            self.partition_column: self.partition,
+            kind.valid_from: self.opened("s"),
+            kind.valid_to: "CAST(NULL AS TIMESTAMP)",
+            kind.is_current: "true",
+        }
+        columns = self.versions(self.spark.table(view)).columns
         close = f"{quoted(kind.valid_to, 't')} = {{end}}, {current} = false"
         deletes = ""
         if kind.deletes == "close":
@@ -129,10 +141,9 @@ class Applying:
             deletes = f" WHEN NOT MATCHED BY SOURCE AND {current} THEN UPDATE SET {ended}"
         return (
             f"MERGE INTO {table} AS t USING ({source}) AS s ON {keys_match(keys)} AND {current} AND NOT s.{NEW} "
-            f"WHEN MATCHED AND {self.changed('t', 's')} THEN UPDATE SET "
-            f"{close.format(end=quoted(kind.valid_from, 's'))} "
+            f"WHEN MATCHED AND {self.changed('t', 's')} THEN UPDATE SET {close.format(end=self.opened('s'))} "
             f"WHEN NOT MATCHED THEN INSERT ({', '.join(map(quoted, columns))}) "
-            f"VALUES ({', '.join(quoted(c, 's') for c in columns)}){deletes}"
+            f"VALUES ({', '.join(written.get(c, quoted(c, 's')) for c in columns)}){deletes}"
         )
 
     def reapply(self, table: str, view: str) -> str:
