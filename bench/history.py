@@ -4,7 +4,7 @@ versus the same SCD2 ``MERGE`` written by hand, on two copies of one table.
 Both tables start as the same first day (N current versions). Each round lands the next day's snapshot (every
 key, 1 % with a later ``updated_at`` and a new zone) and applies it to both tables, Mesh's and the raw one, in
 alternating order; the median of the rounds is compared. Mesh's commit is the whole strategy
-(:class:`mesh_assets.storage.strategies.history.KeepHistory`): it looks at the table's latest partition first,
+(:class:`mesh_assets.storage.strategies.history.KeepHistory`): it finds the latest applied partition in the log,
 runs its ``MERGE`` and finds its commit in the log. Spark's memory peaks during Mesh's rounds stand beside it.
 Run alone: ``python -m bench.history --keys 5000000 --rounds 3``.
 """

@@ -22,6 +22,8 @@ changes nothing. A partition before the table's latest is refused: only a rebuil
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import datetime
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -31,10 +33,16 @@ from mesh_assets.model.errors import Refused
 from mesh_assets.model.grain import timestamp_text
 from mesh_assets.model.kinds import History
 from mesh_assets.storage.delta import version_or_none
+from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.strategies.merging import keys_match, merge_commit, quoted, same_row
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
 
+APPLIED = "history_partition"
+"""The key of the partition a history commit applied, in the commit's ``userMetadata``: how the next run knows
+the table's latest applied partition from the log alone, without reading the table."""
+LOOK_BACK = 100
+"""Commits read back from the latest to find the latest partition applied (others are maintenance's)."""
 NEW = "__mesh_new_version"
 """The source's flag on the second copy of a changed row: it matches no row and inserts the new version."""
 
@@ -53,6 +61,7 @@ class KeepHistory:
         chosen = target.chosen()
         if target.partition_column is None or len(chosen) != 1:
             raise ValueError(f"{target.name}: a history table applies one partition per commit, not {len(chosen)}")
+        target = replace(target, commit_info={**target.commit_info, APPLIED: target.keys()[0]})
         applying = Applying(spark, self.kind, target, chosen[0])
         exists = version_or_none(target.location, target.s3) is not None and not target.schema.rebuild
         again = exists and applying.applied_before()  # a rebuild's first partition recreates the table
@@ -62,7 +71,7 @@ class KeepHistory:
             target,
             create=applying.versions,
             statement=applying.reapply if again else applying.apply,
-            source=applying.redone if again else applying.versions,
+            source=applying.redone if again else lambda rows: rows,
         )
 
 
@@ -103,8 +112,14 @@ class Applying:
         """SQL: when a key missing from the partition's rows stops being valid (never before it began)."""
         return f"greatest({self.start}, {quoted(self.kind.valid_from, current)})"
 
+    def opened(self, row: str) -> str:
+        """SQL: the ``valid_from`` of the version the source row ``row`` opens."""
+        updated_at = self.kind.updated_at
+        return f"CAST({quoted(updated_at, row)} AS TIMESTAMP)" if updated_at else self.start
+
     def apply(self, table: str, view: str) -> str:
-        """The standard SCD2 ``MERGE`` of a partition after every one the table holds."""
+        """The standard SCD2 ``MERGE`` of a partition after every one the table holds; ``view`` holds the rows
+        as computed (their validity is written by the statement, so the source is no wider than the rows)."""
         kind, keys = self.kind, self.kind.unique_key
         current = quoted(kind.is_current, "t")
         source = (
@@ -112,7 +127,13 @@ class Applying:
             f"SELECT true AS {NEW}, s.* FROM {view} AS s JOIN {table} AS t "
             f"ON {keys_match(keys)} AND {current} WHERE {self.changed('t', 's')}"
         )
-        columns = self.columns_of(view)
+        written = {
+            self.partition_column: self.partition,
+            kind.valid_from: self.opened("s"),
+            kind.valid_to: "CAST(NULL AS TIMESTAMP)",
+            kind.is_current: "true",
+        }
+        columns = self.versions(self.spark.table(view)).columns
         close = f"{quoted(kind.valid_to, 't')} = {{end}}, {current} = false"
         deletes = ""
         if kind.deletes == "close":
@@ -120,10 +141,9 @@ class Applying:
             deletes = f" WHEN NOT MATCHED BY SOURCE AND {current} THEN UPDATE SET {ended}"
         return (
             f"MERGE INTO {table} AS t USING ({source}) AS s ON {keys_match(keys)} AND {current} AND NOT s.{NEW} "
-            f"WHEN MATCHED AND {self.changed('t', 's')} THEN UPDATE SET "
-            f"{close.format(end=quoted(kind.valid_from, 's'))} "
+            f"WHEN MATCHED AND {self.changed('t', 's')} THEN UPDATE SET {close.format(end=self.opened('s'))} "
             f"WHEN NOT MATCHED THEN INSERT ({', '.join(map(quoted, columns))}) "
-            f"VALUES ({', '.join(quoted(c, 's') for c in columns)}){deletes}"
+            f"VALUES ({', '.join(written.get(c, quoted(c, 's')) for c in columns)}){deletes}"
         )
 
     def reapply(self, table: str, view: str) -> str:
@@ -144,8 +164,38 @@ class Applying:
         return [c for c in self.spark.table(view).columns if c != NEW]
 
     def applied_before(self) -> bool:
-        """Whether the table holds versions this partition (or a later one) opened or closed: the partition
-        is applied again; a partition before the latest one the table holds is refused."""
+        """Whether the table holds versions this partition opened or closed: it is applied again. A partition
+        before the latest one the table holds is refused. The latest is the one its last history commit names;
+        a table without one (written before commits named it) is asked: its greatest partition, and a
+        ``valid_to`` at or after this partition's start (a partition that only closed rows)."""
+        latest = self.latest_applied()
+        if latest is None:
+            return self.applied_before_by_rows()
+        if latest > self.key:
+            raise self.out_of_order(latest)
+        return latest == self.key
+
+    def latest_applied(self) -> str | None:
+        """The partition key the table's latest history commit applied, from the log (None: none names one)."""
+        table = open_table(self.target.location, self.target.s3)
+        for info in table.history(LOOK_BACK) if table is not None else ():
+            try:
+                metadata = json.loads(info.get("userMetadata") or "null")
+            except ValueError:
+                continue
+            if isinstance(metadata, dict) and isinstance(metadata.get(APPLIED), str):
+                return metadata[APPLIED]
+        return None
+
+    def out_of_order(self, latest: str) -> HistoryOutOfOrder:
+        return HistoryOutOfOrder(
+            f"{self.target.name}: partition {self.key} comes before the latest partition the history table "
+            f"holds ({latest}): its versions follow from the earlier ones. Nothing was written. "
+            f"Rebuild the table, which replays every partition in order: `mesh rebuild "
+            f"{self.target.name.replace('.', '/', 1)}`"
+        )
+
+    def applied_before_by_rows(self) -> bool:
         kind, column = self.kind, self.partition_column
         table = self.spark.read.format("delta").load(self.target.location)
         latest, value = F.max(quoted(column)), F.lit(self.value)
@@ -157,12 +207,7 @@ class Applying:
         ).first()
         assert found is not None
         if found["later"]:
-            raise HistoryOutOfOrder(
-                f"{self.target.name}: partition {self.key} comes before the latest partition the history table "
-                f"holds ({found['latest']}): its versions follow from the earlier ones. Nothing was written. "
-                f"Rebuild the table, which replays every partition in order: `mesh rebuild "
-                f"{self.target.name.replace('.', '/', 1)}`"
-            )
+            raise self.out_of_order(found["latest"])
         return bool(found["same"] or found["closed"])
 
     def redone(self, rows: DataFrame) -> DataFrame:
