@@ -5,6 +5,7 @@ Events are ``(op, id, name, changed_at)``; ``op = 'D'`` deletes the key and ``op
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
+from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.strategies import merging
@@ -246,3 +248,46 @@ def test_a_run_killed_before_its_merge_leaves_the_table_readable_and_a_rerun_con
             (1, "ann c", None, True),
             (2, "bob", "12:00", False),
         }
+
+
+COPY = dg.AssetKey(["cdc", "customer_copy"])
+
+
+def test_a_change_feed_of_an_upstream_table_is_applied_between_pinned_versions(feed):
+    """``customer_copy`` reads ``customers``' Change Data Feed (``window: changes``): its first run the table at
+    its version as inserts, every later run what the commits after the last consumed one changed, deletes
+    included; a run with nothing new commits nothing."""
+    feed.land("2021-06-01", DAY1)
+    feed.run(CURRENT, "2021-06-01")
+    upstream = DeltaTable.forPath(feed.spark, feed.location(CURRENT)).detail().collect()[0]["properties"]
+    assert upstream["delta.enableChangeDataFeed"] == "true"  # declared change_feed: set by the table's first write
+
+    def copy() -> dict[int, tuple[str, str]]:
+        rows = feed.spark.read.format("delta").load(feed.location(COPY)).collect()
+        return {r["id"]: (r["name"], r["changed_at"].strftime("%H:%M")) for r in rows}
+
+    feed.run(COPY, "2021-06-01")
+    assert copy() == feed.current() == {1: ("ann b", "11:00"), 2: ("bob", "10:00")}
+
+    feed.land("2021-06-02", DAY2)
+    feed.run(CURRENT, "2021-06-02")
+    feed.land("2021-06-03", DAY3)
+    feed.run(CURRENT, "2021-06-03")  # two commits of customers: updates, an insert, 1 deleted
+    feed.run(COPY, "2021-06-03")
+    assert copy() == feed.current() == {2: ("bob c", "12:00"), 3: ("cat new", "14:00"), 4: ("dan", "08:00")}
+
+    version = feed.version(COPY)
+    feed.run(COPY, "2021-06-03")  # nothing committed upstream since: no commit
+    assert feed.version(COPY) == version
+    metadata = DeltaTable.forPath(feed.spark, feed.location(COPY)).history(1).collect()[0]["userMetadata"]
+    assert json.loads(json.loads(metadata)["change_feed"]) == {"cdc.customers": feed.version(CURRENT)}
+
+
+def test_window_changes_is_refused_unless_a_changes_output_reads_a_table_keeping_its_feed(tmp_path):
+    source = (DOMAINS / "cdc" / "customers.py").read_text()
+    domain = tmp_path / "cdc"
+    domain.mkdir()
+    (domain / "definitions.py").write_text((DOMAINS / "cdc" / "definitions.py").read_text())
+    (domain / "customers.py").write_text(source.replace("change_feed=True", "change_feed=False"))
+    with pytest.raises(SpecValidationError, match=r"customers.py:\d+: .*window: cdc.customers keeps no change feed"):
+        mesh_definitions(tmp_path)
