@@ -89,10 +89,11 @@ def _load_yaml(
         if isinstance(raw, dict):
             if "inputs" in raw:
                 raw = {**raw, "inputs": _with_lines(raw["inputs"], lines, ("tables", i, "inputs"))}
-            raw = {
+            own = TRANSFORMATION_FIELDS if raw.get("kind") == "sql" else TRANSFORMATION_FIELDS - {"kind"}
+            raw = {  # a table's kind: (other than sql, its transformation's) is its output's table kind
                 "kind": "sql",
-                **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
-                "output": {k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS},
+                **{k: v for k, v in raw.items() if k in own},
+                "output": {k: v for k, v in raw.items() if k not in own},
                 "line": lines.get(("tables", i)),
                 "sql_line": lines.get(("tables", i, "sql")) or lines.get(("tables", i, "sql_file")),
             }
