@@ -6,19 +6,23 @@ Events are ``(op, id, name, changed_at)``; ``op = 'D'`` deletes the key and ``op
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from delta.tables import DeltaTable
+from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import Merge, Partitions
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.storage.strategies import merging
+from mesh_assets.settings import S3Settings
+from mesh_assets.storage.strategies import Target, merging, strategy_for
 from mesh_assets.storage.strategies.changes import tombstones_location
 from mesh_assets.storage.writer import replace_predicate
 
@@ -291,3 +295,21 @@ def test_window_changes_is_refused_unless_a_changes_output_reads_a_table_keeping
     (domain / "customers.py").write_text(source.replace("change_feed=True", "change_feed=False"))
     with pytest.raises(SpecValidationError, match=r"customers.py:\d+: .*window: cdc.customers keeps no change feed"):
         mesh_definitions(tmp_path)
+
+
+@pytest.mark.parametrize("kind", [Partitions(), Merge(unique_key=("id",))], ids=["replace", "merge"])
+def test_a_change_feed_turned_on_later_is_set_on_the_existing_table(spark, tmp_path, kind):
+    location, s3 = str(tmp_path / "t"), S3Settings()
+    rows = spark.createDataFrame([(1, "a", date(2021, 6, 1))], "id long, v string, p_date date")
+    part = PartitionRange.from_keys(Grain.DAILY, "2021-06-01", "2021-06-01")
+    target = Target(location, "t.t", s3, partition_column="p_date", partitions=part, commit_info={"run": "1"})
+    strategy_for(kind).commit(spark, rows, target)
+    assert "delta.enableChangeDataFeed" not in DeltaTable.forPath(spark, location).detail().first()["properties"]
+
+    on = replace(target, commit_info={"run": "2"}, properties={"delta.enableChangeDataFeed": "true"})
+    strategy_for(kind).commit(spark, rows.withColumn("v", F.lit("b")), on)
+    properties = DeltaTable.forPath(spark, location).detail().first()["properties"]
+    assert properties["delta.enableChangeDataFeed"] == "true"
+    changed = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(location)
+    written = "update_postimage" if kind.keyed else "insert"  # the commit after the property: in the feed
+    assert written in {r["_change_type"] for r in changed.collect()}
