@@ -79,8 +79,3 @@ def previous(n: int = 1) -> Window:
 
 def all_partitions() -> Window:
     return Window(kind="all")
-
-
-def changes() -> Window:
-    """The upstream's changes since this output's last run (its Change Data Feed): for a ``changes`` output."""
-    return Window(kind="changes")
