@@ -62,8 +62,10 @@ def change_counts(info: Mapping[str, Any] | None) -> dict[str, int]:
 def declared_properties(spark: SparkSession, target: Target) -> None:
     """Set the output's declared table properties (its change feed) on its existing table when it lacks them:
     one ``ALTER TABLE`` commit, made once, when the output turned them on after the table's first write."""
+    if not target.properties:
+        return
     table = open_table(target.location, target.s3)
-    if table is None or not target.properties:
+    if table is None:
         return
     held = table.metadata().configuration
     missing = {k: v for k, v in target.properties.items() if held.get(k) != v}
