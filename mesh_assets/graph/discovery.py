@@ -48,7 +48,9 @@ def domain_folders(domains_dir: Path) -> list[Path]:
     return sorted(p for p in domains_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
-TRANSFORMATION_FIELDS = {"kind", "inputs", "sql", "sql_file", "range_aware", "line"}
+TRANSFORMATION_FIELDS = {"inputs", "sql", "sql_file", "range_aware", "line"}
+"""A YAML table's fields that are its query's; the others are its output's, ``kind`` (the table's kind) among
+them (``kind: sql``, the query's own tag, is dropped: a YAML table is always SQL)."""
 
 
 def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
@@ -89,11 +91,12 @@ def _load_yaml(
         if isinstance(raw, dict):
             if "inputs" in raw:
                 raw = {**raw, "inputs": _with_lines(raw["inputs"], lines, ("tables", i, "inputs"))}
-            own = TRANSFORMATION_FIELDS if raw.get("kind") == "sql" else TRANSFORMATION_FIELDS - {"kind"}
-            raw = {  # a table's kind: (other than sql, its transformation's) is its output's table kind
+            raw = {
                 "kind": "sql",
-                **{k: v for k, v in raw.items() if k in own},
-                "output": {k: v for k, v in raw.items() if k not in own},
+                **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
+                "output": {
+                    k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS and (k, v) != ("kind", "sql")
+                },
                 "line": lines.get(("tables", i)),
                 "sql_line": lines.get(("tables", i, "sql")) or lines.get(("tables", i, "sql_file")),
             }
