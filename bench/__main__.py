@@ -34,6 +34,7 @@ SUITE = [
     "jvm_start",
     "submit_mode",
     "volume",
+    "kind_changes",
 ]
 
 

@@ -212,3 +212,51 @@ def google_search_console(day: date, seed: int = 7) -> list[tuple]:
                 position = round(rng.uniform(1, 30), 2)
                 rows.append((day, query, page, country, device, clicks, impressions, position, day))
     return rows
+
+
+CUSTOMER_CHANGES_SCHEMA = "op string, customer_id long, email string, plan string, changed_at timestamp, p_date date"
+FIRST_CUSTOMER_DAY = date(2021, 6, 1)
+
+
+def customer_changes(day: date, seed: int = 7) -> list[tuple]:
+    """The accounts app's change export of ``day`` (CDC rows ``op`` I/U/D), as an outside writer lands it: listed
+    in no order, with events of the day before that arrived late, some older than what was already exported.
+
+    Day n inserts customers 2n+1 (08:00) and 2n+2 (09:00); upgrades yesterday's first one to ``plus`` (12:00)
+    and ``pro`` (14:00); deletes yesterday's second one (10:00); and carries two late events of the day before
+    yesterday's: an update of its deleted customer older than the delete (never brings it back), and a
+    ``plus`` of its first customer older than its ``pro`` (ignored)."""
+    n = (day - FIRST_CUSTOMER_DAY).days
+    start = midnight(day)
+
+    def at(days_back: int, hours: float) -> datetime:
+        return start - timedelta(days=days_back) + timedelta(hours=hours)
+
+    def email(customer: int) -> str:
+        return f"customer{customer}@example.com"
+
+    rows = [("I", 2 * n + 1, email(2 * n + 1), "free", at(0, 8)), ("I", 2 * n + 2, email(2 * n + 2), "free", at(0, 9))]
+    if n >= 1:
+        first, second = 2 * (n - 1) + 1, 2 * (n - 1) + 2
+        rows += [
+            ("U", first, email(first), "plus", at(0, 12)),
+            ("U", first, email(first), "pro", at(0, 14)),
+            ("D", second, None, None, at(0, 10)),
+        ]
+    if n >= 2:
+        first, second = 2 * (n - 2) + 1, 2 * (n - 2) + 2
+        rows += [
+            ("U", second, email(second), "plus", at(1, 9.5)),  # before its delete at 10:00 yesterday
+            ("U", first, email(first), "plus", at(1, 13)),  # before its pro at 14:00 yesterday
+        ]
+    random.Random(f"customers:{seed}:{day.isoformat()}").shuffle(rows)
+    return [(*row, day) for row in rows]
+
+
+def current_customers(last: date) -> dict[int, tuple[str, str]]:
+    """What applying every export up to ``last`` leaves, per customer: (email, plan)."""
+    n = (last - FIRST_CUSTOMER_DAY).days
+    out = {2 * k + 1: (f"customer{2 * k + 1}@example.com", "pro") for k in range(n)}
+    out[2 * n + 1] = (f"customer{2 * n + 1}@example.com", "free")
+    out[2 * n + 2] = (f"customer{2 * n + 2}@example.com", "free")
+    return out

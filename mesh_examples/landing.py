@@ -21,6 +21,7 @@ LANDED = (
     ("food_delivery", "raw_orders"),
     ("central", "raw_order_events"),
     ("growth", "google_search_console"),
+    ("growth", "raw_customer_changes"),
 )
 """The tables :func:`land_all` writes, as (domain, table)."""
 
@@ -104,7 +105,8 @@ def land_raw_order_events(
 
 
 def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
-    """Write Google Search Console's daily exports for ``days`` into ``growth`` in one commit."""
+    """Write Google Search Console's daily exports and the accounts app's change exports (CDC rows) for ``days``
+    into ``growth``, one commit each."""
     days = sorted(days)
     rng = PartitionRange.from_keys(Grain.DAILY, days[0].isoformat(), days[-1].isoformat())
     rows = [row for day in days for row in generator.google_search_console(day, seed)]
@@ -116,6 +118,16 @@ def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[dat
         .partitionBy("p_date")
         .option("replaceWhere", replace_predicate("p_date", rng))
         .save(registry.location("growth", "google_search_console"))
+    )
+    changes = [row for day in days for row in generator.customer_changes(day, seed)]
+    (
+        spark.createDataFrame(changes, generator.CUSTOMER_CHANGES_SCHEMA)
+        .coalesce(1)
+        .write.format("delta")
+        .mode("overwrite")
+        .partitionBy("p_date")
+        .option("replaceWhere", replace_predicate("p_date", rng))
+        .save(registry.location("growth", "raw_customer_changes"))
     )
 
 

@@ -19,7 +19,7 @@ def window_mapping(upstream: Table, window: Window, output: Grain) -> dg.Partiti
     from a product's code (:func:`mapping_for`) or from its catalog entry, which holds the window as declared."""
     if not upstream.grain.partitioned or not output.partitioned:
         return None
-    if window.kind == "all":
+    if window.whole:
         return dg.AllPartitionMapping()
     if upstream.regions:
         return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=DATE)

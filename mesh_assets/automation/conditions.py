@@ -56,7 +56,7 @@ def input_keys(node: Node) -> tuple[list[dg.AssetKey], list[dg.AssetKey], list[d
     """(inputs read partition by partition, inputs read whole, inputs whose quality gates us)."""
     by_partition, whole, quality = [], [], []
     for read in node.reads:
-        partitioned = read.table.grain.partitioned and read.input.window.kind != "all"
+        partitioned = read.table.grain.partitioned and not read.input.window.whole
         (by_partition if not node.table.grain.partitioned or partitioned else whole).append(read.table.key)
         if not read.input.ignore_quality:
             quality.append(read.table.key)

@@ -17,7 +17,8 @@ from mesh_assets.graph.revisions import sql_text
 from mesh_assets.model.checks import SqlAssertion
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
-from mesh_assets.model.product import DataProduct, PySparkTransformation, SqlTransformation
+from mesh_assets.model.kinds import Changes
+from mesh_assets.model.product import DataProduct, Output, PySparkTransformation, SqlTransformation
 
 
 def sql_tables(sql: str) -> set[tuple[str | None, str]]:
@@ -69,9 +70,12 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             )
         if (refused := read_refusal(table, info, graph)) is not None:
             err(inp, "", refused)
-        if not info.grain.partitioned and inp.window != "all":
+        if inp.window == "changes" and (problem := _change_feed_refusal(table, info)) is not None:
+            err(inp, ".window", problem)
+        whole = inp.window in ("all", "changes")
+        if not info.grain.partitioned and not whole:
             err(inp, ".window", f"{ref} is not partitioned; use window 'all'")
-        if not table.grain.partitioned and inp.window != "all" and info.grain.partitioned:
+        if not table.grain.partitioned and not whole and info.grain.partitioned:
             err(inp, ".window", f"output {table.name} is not partitioned, so it reads whole tables; use window 'all'")
         unpartitioned = None if info.grain.partitioned else ref
         if not table.grain.partitioned:
@@ -130,11 +134,22 @@ def _check_tool_reads(table: Table, graph: MeshGraph) -> list[SpecError]:
     return errors
 
 
+def _change_feed_refusal(table: Table, upstream: Table) -> str | None:
+    """Why ``table`` may not read ``upstream``'s Change Data Feed: only a ``changes`` output applies a feed, and
+    only from a Mesh output that keeps one (``change_feed: true``)."""
+    if not isinstance(table.table_kind, Changes):
+        kind = table.table_kind.name
+        return f"window 'changes' reads a change feed, which only an output of kind changes applies ({kind} here)"
+    if not (isinstance(upstream.spec, Output) and upstream.spec.change_feed):
+        return f"{upstream.ref} keeps no change feed: declare change_feed: true on its output to read it by 'changes'"
+    return None
+
+
 def _outlives(table: Table, upstream: Table, window: str) -> str | None:
     """Why ``table`` may not read ``upstream`` by ``window``: its partitions would go on past the upstream's end
     date, each one waiting forever for input partitions that will never exist (and alerting as late)."""
     end = upstream.end_date
-    if end is None or window == "all" or not (table.grain.partitioned and upstream.grain.partitioned):
+    if end is None or window in ("all", "changes") or not (table.grain.partitioned and upstream.grain.partitioned):
         return None
     if table.end_date is not None and table.end_date <= end:
         return None

@@ -232,6 +232,16 @@ class Changes(_Keyed):
     valid_to: Identifier = "valid_to"
     is_current: Identifier = "is_current"
 
+    @model_validator(mode="after")
+    def _keys_are_stored(self) -> Changes:
+        left_out = [c for c in (*self.unique_key, self.sequence_by) if c in self.except_columns]
+        if left_out:
+            raise ValueError(
+                f"except_columns may not name {', '.join(left_out)}: the table keeps its keys and sequence_by "
+                "(they order the events a later run applies)"
+            )
+        return self
+
     def implied_checks(self) -> tuple[CheckSpec, ...]:
         return (Unique(keys=(*self.unique_key, self.sequence_by), name=KEY_CHECK),)
 

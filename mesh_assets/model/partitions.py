@@ -82,7 +82,7 @@ class PartitionRange:
 def window_range(window: Window, grain: Grain, part: PartitionRange | None) -> PartitionRange | None:
     """The partitions of an input of ``grain`` that the output range ``part`` reads through ``window``; None
     for the whole table."""
-    if part is None or not grain.partitioned or window.kind == "all":
+    if part is None or not grain.partitioned or window.whole:
         return None
     if window.skips_current:
         return part.before(window.n).as_grain(grain)

@@ -89,6 +89,9 @@ class Output(Strict):
     kind: KindSpec | None = None
     """What a run does to the table (:mod:`mesh_assets.model.kinds`); unset: ``partitions`` for a partitioned
     output, ``full`` for an unpartitioned one. Read it as :attr:`table_kind`."""
+    change_feed: bool = False
+    """Keep the table's Delta Change Data Feed (``delta.enableChangeDataFeed``), so a ``changes`` output may read
+    what each commit changed (``window: changes``); turning it on later sets it on the existing table."""
     write_mode: WriteMode | None = None
     """The older name of two kinds: ``overwrite_partition`` (``kind: partitions``) and ``full``."""
     contract: tuple[Column, ...] | None = None

@@ -18,7 +18,7 @@ from mesh_assets.graph.resolve import Node
 from mesh_assets.lineage.capture import observed_reads
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.run.compute import compute, input_versions
+from mesh_assets.run.compute import compute, feed_versions, input_versions
 from mesh_assets.run.outcome import RunOutcome
 from mesh_assets.run.publish import publish
 from mesh_assets.run.staging import recomputable
@@ -87,6 +87,7 @@ def run_body(
         blocked,
         run_id=plan.run_id,
         schema=plan.schema,
+        feeds=feed_versions(node, versions),
         keep=lambda: not recomputable(rows, node, reads, pinned),
     )
     return RunOutcome(done.result, part, done.outcomes, done.failed, blocked=blocked, **reads.as_fields())

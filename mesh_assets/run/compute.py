@@ -8,6 +8,7 @@ commits to an input meanwhile. Pinned, the rows are the same however often they 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from functools import reduce
 from typing import Any
@@ -23,6 +24,7 @@ from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.run.context import ProductContext
 from mesh_assets.storage.delta import version_or_none
+from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 
 Versions = dict[tuple[str, str], int]
@@ -33,6 +35,61 @@ def input_versions(registry: TableRegistry, node: Node) -> Versions:
     """Each existing input's latest version, read once when the run computes (from the Delta log, no job)."""
     tables = {(read.table.domain, read.table.name) for read in node.reads}
     return {t: v for t in sorted(tables) if (v := version_or_none(registry.location(*t), registry.s3)) is not None}
+
+
+CHANGE_FEED = "change_feed"
+"""The key of a commit's ``userMetadata`` holding the upstream versions whose changes the run applied."""
+PREIMAGE = "update_preimage"
+FEED_COLUMNS = ("change_type", "commit_version", "commit_timestamp")
+"""The Change Data Feed's columns as a ``changes`` window gives them (Delta names them with a leading ``_``)."""
+
+
+def feed_versions(node: Node, versions: Versions) -> dict[str, int]:
+    """The version of each input read by window ``changes`` that this run reads the feed up to (by ``ref``)."""
+    return {
+        read.table.ref: versions[(read.table.domain, read.table.name)]
+        for read in node.reads
+        if read.input.window.kind == "changes" and (read.table.domain, read.table.name) in versions
+    }
+
+
+def consumed(registry: TableRegistry, node: Node) -> dict[str, int]:
+    """The upstream versions the output's latest run that committed had read the change feeds up to."""
+    table = open_table(registry.location(node.table.domain, node.table.name), registry.s3)
+    if table is None:
+        return {}
+    for info in table.history(1000):
+        recorded = json.loads(info.get("userMetadata") or "{}").get(CHANGE_FEED)
+        if recorded:
+            return json.loads(recorded)
+    return {}
+
+
+def read_changes(spark: SparkSession, registry: TableRegistry, node: Node, read: Read, versions: Versions) -> DataFrame:
+    """What ``read``'s upstream changed after the version the output's last run consumed, up to its pinned
+    version: its Change Data Feed without update pre-images, Delta's ``_change_type``, ``_commit_version`` and
+    ``_commit_timestamp`` named ``change_type``, ``commit_version`` and ``commit_timestamp`` (a column name of a
+    spec starts with a letter). Nothing consumed yet: the whole table at its pinned version, each row an
+    ``insert`` of that version."""
+    upstream = read.table
+    location = registry.location(upstream.domain, upstream.name)
+    pinned = versions.get((upstream.domain, upstream.name))
+    if pinned is None:
+        raise Refused(f"input {upstream.ref} has never been published")
+    since = consumed(registry, node).get(upstream.ref)
+    if since is None:
+        snapshot = spark.read.format("delta").option("versionAsOf", pinned).load(location)
+        return snapshot.select(
+            "*",
+            F.lit("insert").alias("change_type"),
+            F.lit(pinned).cast("long").alias("commit_version"),
+            F.lit(None).cast("timestamp").alias("commit_timestamp"),
+        )
+    feed = spark.read.format("delta").option("readChangeFeed", "true")
+    start = min(since + 1, pinned)
+    rows = feed.option("startingVersion", start).option("endingVersion", pinned).load(location)
+    rows = rows.where(F.col("_change_type") != PREIMAGE) if since < pinned else rows.limit(0)  # limit: none since
+    return rows.withColumnsRenamed({f"_{c}": c for c in FEED_COLUMNS})
 
 
 def read_window(
@@ -77,7 +134,12 @@ def transform(
 ) -> DataFrame:
     """The node's output for ``part`` (one partition, or the range when range-aware), its inputs at ``versions``."""
     t = node.transformation
-    frames = {read.name: read_window(spark, registry, read, part, versions) for read in node.reads}
+    frames = {
+        read.name: read_changes(spark, registry, node, read, versions)
+        if read.input.window.kind == "changes"
+        else read_window(spark, registry, read, part, versions)
+        for read in node.reads
+    }
     if isinstance(t, PySparkTransformation):
         kwargs: dict[str, Any] = dict(frames)
         if "context" in inspect.signature(t.fn).parameters:

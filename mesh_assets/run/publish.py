@@ -8,7 +8,8 @@ keep their previous version.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -21,6 +22,7 @@ from mesh_assets.graph.resolve import Node
 from mesh_assets.model.errors import Refused
 from mesh_assets.model.kinds import Kind, Replay
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.run.compute import CHANGE_FEED
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.schema import SchemaRule
 from mesh_assets.storage.strategies import Target, strategy_for
@@ -72,6 +74,7 @@ def publish(
     *,
     run_id: str,
     schema: SchemaRule,
+    feeds: Mapping[str, int] | None = None,
     keep: Callable[[], bool] = lambda: True,
 ) -> Published:
     """Stage ``rows``, audit them per partition, and commit the partitions that passed (and were computed) the
@@ -79,7 +82,8 @@ def publish(
     ``keep``: whether to hold the rows in executor storage between audit and write; without, both compute them
     (only for rows that compute the same each time: :mod:`mesh_assets.run.staging`), asked only when the rows
     are staged (optimizing the plan to tell lists every input's files). A run of every partition whose checks
-    the write can judge itself writes first (:func:`guarded_write`), and is audited only when that write stops."""
+    the write can judge itself writes first (:func:`guarded_write`), and is audited only when that write stops.
+    ``feeds``: the upstream versions read by window ``changes``, recorded in the commit for the next run."""
     table, kind = node.table, node.table.table_kind
     target = Target(
         registry.location(table.domain, table.name),
@@ -87,8 +91,10 @@ def publish(
         registry.s3,
         partition_column=table.partition_column if part else None,
         partitions=part,
-        commit_info={"dagster_run_id": run_id, "asset": table.ref},
+        commit_info={"dagster_run_id": run_id, "asset": table.ref}
+        | ({CHANGE_FEED: json.dumps(dict(feeds), sort_keys=True)} if feeds else {}),
         schema=schema,
+        properties={"delta.enableChangeDataFeed": "true"} if node.output.change_feed else {},
     )
     if not blocked and not schema.rebuild and kind.replaces:
         guarded = guarded_write(spark, registry, node, rows, target)

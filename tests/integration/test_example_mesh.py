@@ -100,6 +100,16 @@ def test_declarative_sql_product_equals_its_sql_run_on_the_landed_table(world, s
     assert got == [(d, len(generator.google_search_console(d))) for d in world.days]
 
 
+def test_the_change_export_applied_by_sequence_leaves_each_live_customer_once(world):
+    """``growth.customers`` (kind changes) over the landed days, in one range run: late and out-of-order events
+    ignored, deleted customers gone even after a late update older than their delete."""
+    first, last = world.days[0].isoformat(), world.days[-1].isoformat()
+    world.materialize([["growth", "customers"]], start=first, end=last)
+    rows = world.table("growth", "customers").collect()
+    assert {r["customer_id"]: (r["email"], r["plan"]) for r in rows} == generator.current_customers(world.days[-1])
+    assert len(rows) == len(world.days) + 1
+
+
 def test_daily_descriptors_read_exactly_their_days_24_hours(world):
     ensure_descriptors(world, DAY)
 

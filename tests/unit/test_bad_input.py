@@ -97,7 +97,7 @@ def test_malformed_checks_windows_and_columns_are_refused(errors):
             "defs/checks/defs.yaml",
             8,
             "tables.0.inputs.orders.window.kind",
-            "Input should be 'same', 'last', 'previous' or 'all'",
+            "Input should be 'same', 'last', 'previous', 'all' or 'changes'",
         ),
         E(
             "defs/checks/defs.yaml",

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
-from mesh_assets.model.kinds import Append, Full, History, Kind, Merge, Partitions
+from mesh_assets.model.kinds import Append, Changes, Full, History, Kind, Merge, Partitions
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
 
@@ -39,4 +39,8 @@ def strategy_for(kind: Kind) -> Strategy:
         from mesh_assets.storage.strategies.history import KeepHistory
 
         return KeepHistory(kind)
+    if isinstance(kind, Changes):
+        from mesh_assets.storage.strategies.changes import ApplyChanges
+
+        return ApplyChanges(kind)
     raise TypeError(f"no commit strategy for kind {kind.name}")

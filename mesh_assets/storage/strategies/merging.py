@@ -59,6 +59,26 @@ def change_counts(info: Mapping[str, Any] | None) -> dict[str, int]:
     return out
 
 
+def declared_properties(spark: SparkSession, target: Target) -> None:
+    """Set the output's declared table properties (its change feed) on its existing table when it lacks them:
+    one ``ALTER TABLE`` commit, made once, when the output turned them on after the table's first write."""
+    if not target.properties:
+        return
+    table = open_table(target.location, target.s3)
+    if table is None:
+        return
+    held = table.metadata().configuration
+    missing = {k: v for k, v in target.properties.items() if held.get(k) != v}
+    if missing:
+        listed = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
+        spark.sql(f"ALTER TABLE {path_identifier(target.location)} SET TBLPROPERTIES ({listed})")
+
+
+def creating_with(properties: Mapping[str, str]) -> dict[str, str]:
+    """The session defaults that give a table created meanwhile ``properties`` (``delta.x``: its default)."""
+    return {f"spark.databricks.delta.properties.defaults.{k.removeprefix('delta.')}": v for k, v in properties.items()}
+
+
 def merge_commit(
     spark: SparkSession,
     staged: DataFrame,
@@ -80,7 +100,7 @@ def merge_commit(
     before = version_or_none(location, target.s3)
     created_by_other = False
     if before is None or target.schema.rebuild:
-        writer = create(rows).write.format("delta").mode("overwrite").options(**KEYED_PROPERTIES)
+        writer = create(rows).write.format("delta").mode("overwrite").options(**KEYED_PROPERTIES, **target.properties)
         if partition_by is not None:
             writer = writer.partitionBy(partition_by)
         if target.metadata:
@@ -95,6 +115,7 @@ def merge_commit(
             created_by_other = True  # another writer created the table first: merge into it
             before = version_or_none(location, target.s3)
     if before is not None and (created_by_other or not target.schema.rebuild):
+        declared_properties(spark, target)
         _merge(spark, rows, create(rows).schema, target, before, statement, source)
     info = commit_of(location, target, before)
     version = info["version"] if info is not None else before

@@ -15,10 +15,12 @@ from datetime import datetime
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
+from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import committed_rows, committed_version, version_or_none
 from mesh_assets.storage.schema import ADDITIVE, SchemaRule, schema_options
+from mesh_assets.storage.strategies.merging import creating_with, declared_properties
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import (
     CREATED_FIRST,
@@ -33,6 +35,11 @@ class Replace:
     """``partitions`` and ``full``: what :func:`commit` does with a target."""
 
     def commit(self, spark: SparkSession, staged: DataFrame, target: Target) -> WriteResult:
+        declared_properties(spark, target)
+        with scoped_conf(spark, creating_with(target.properties)):
+            return self._commit(spark, staged, target)
+
+    def _commit(self, spark: SparkSession, staged: DataFrame, target: Target) -> WriteResult:
         return commit(
             spark,
             staged,

@@ -33,6 +33,9 @@ class Target:
     counts: Mapping[str, int] | None = None
     rows_from_log: bool = False
     schema: SchemaRule = ADDITIVE
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """Table properties the output declares (its change feed), set when the table is created, else before the
+    commit when the table lacks them (:func:`~mesh_assets.storage.strategies.merging.declared_properties`)."""
 
     @property
     def metadata(self) -> str | None:
