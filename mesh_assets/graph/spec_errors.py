@@ -33,18 +33,21 @@ def yaml_loc(loc: tuple) -> tuple:
 
 
 def _union_tag(loc: tuple, i: int) -> bool:
-    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's), which
-    a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``."""
+    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's, a
+    table's kind), which a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``
+    and ``tables.0.kind.merge.unique_key`` is ``tables.0.kind.unique_key``."""
     part = loc[i]
     if not isinstance(part, str) or i == len(loc) - 1:
         return False
-    return part in {"pyspark", "sql"} or (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks")
+    if part in {"pyspark", "sql"} or (i >= 1 and loc[i - 1] == "kind"):
+        return True
+    return i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks"
 
 
 def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
     out = []
     for err in exc.errors():
-        loc = tuple(p for i, p in enumerate(err["loc"]) if not _union_tag(err["loc"], i))
+        loc = without_tags(err["loc"])
         if yaml_style:
             loc = yaml_loc(loc)
         out.append(
@@ -52,7 +55,27 @@ def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, y
                 relative(file),
                 yaml_lines.line_for(lines, loc),
                 ".".join(str(p) for p in loc) or "<product>",
-                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
+                message(err, loc),
             )
         )
     return out
+
+
+def field_error(file: Path, line: int | None, err: Any) -> SpecError:
+    """An error of a model built in a Python file (``Output(...)``), at the line that built it."""
+    loc = without_tags(err["loc"])
+    return SpecError(relative(file), line, ".".join(str(p) for p in loc), message(err, loc))
+
+
+def without_tags(loc: tuple) -> tuple:
+    """An error's location as a spec writes it: without pydantic's names for union members."""
+    return tuple(p for i, p in enumerate(loc) if not _union_tag(loc, i))
+
+
+def message(err: Any, loc: tuple) -> str:
+    """The error's words, a spec's terms where pydantic's are its own (an unknown field, an unknown kind)."""
+    if err["type"] == "extra_forbidden" and loc:
+        return f"unknown field {loc[-1]!r}"
+    if err["type"] == "union_tag_invalid" and loc[-1:] == ("kind",):
+        return f"unknown kind {err['ctx']['tag']!r}: one of {err['ctx']['expected_tags']}"
+    return err["msg"]
