@@ -66,7 +66,9 @@ class MergeRows:
         if kind.delete is None:
             update, insert, keep, drop = "UPDATE SET *", "INSERT *", "", ""
         else:
-            update = "UPDATE SET " + ", ".join(f"{quoted(c, 't')} = {quoted(c, 's')}" for c in stored)
+            # A target column unqualified: Delta resolves ``t.<column>`` only for columns the table has, and
+            # schema evolution adds a new one only when it is named alone.
+            update = "UPDATE SET " + ", ".join(f"{quoted(c)} = {quoted(c, 's')}" for c in stored)
             insert = f"INSERT ({', '.join(map(quoted, stored))}) VALUES ({', '.join(quoted(c, 's') for c in stored)})"
             keep, drop = f" AND NOT s.{DELETE}", f"WHEN MATCHED AND s.{DELETE}{newer} THEN DELETE "
 
