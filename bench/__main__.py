@@ -32,6 +32,7 @@ SUITE = [
     "jvm_start",
     "submit_mode",
     "volume",
+    "kind_merge",
 ]
 
 
