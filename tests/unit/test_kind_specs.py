@@ -1,12 +1,15 @@
-"""``mesh validate`` on bad table kinds: each error names the file, the line and the field, in YAML and Python
-(fixture: tests/fixtures/governance/kinds)."""
+"""Table kinds without Spark: ``mesh validate`` names each bad kind by file, line and field, in YAML and Python
+(tests/fixtures/governance/kinds), and keyed tables take their table's pool (tests/fixtures/kinds_merge)."""
 
 from __future__ import annotations
 
+import dagster as dg
 import pytest
 from bad_specs import FIXTURES
 from rich.console import Console
 
+from mesh_assets import executable_assets, mesh_definitions
+from mesh_assets.assets.specs import table_pool
 from mesh_assets.cli import main as cli
 from mesh_assets.settings import get_settings
 
@@ -32,3 +35,19 @@ def test_bad_kinds_are_named_by_file_line_and_field(monkeypatch: pytest.MonkeyPa
         "domains/sales/latest.py:7: kind.unique_key: Field required",
         f"domains/sales/states.py:7: kind: {within}",
     ]
+
+
+def test_runs_of_a_keyed_table_queue_on_its_pool() -> None:
+    """A ``merge`` or ``append`` table's step takes its table's pool, as every table's does, so two runs of it
+    never meet in Delta (the queueing itself: tests/integration/test_concurrent_writers.py)."""
+    defs = mesh_definitions(FIXTURES / "kinds_merge" / "domains")
+    pools = {
+        key.path[-1]: asset.node_def.pool
+        for asset in executable_assets(defs)
+        if isinstance(asset, dg.AssetsDefinition)
+        for key in asset.keys
+    }
+    assert pools == {name: table_pool("km", name) for name in KEYED}
+
+
+KEYED = ("order_state", "recent_state", "status_log", "status_current", "status_events")
