@@ -211,3 +211,11 @@ def test_a_merge_killed_mid_write_leaves_the_previous_version_and_a_rerun_conver
 
     orders.run("order_state", D2)
     assert orders.rows("order_state") == {(i, "delivered", "2021-06-02 12:00") for i in ids}
+
+
+def test_with_sequence_by_a_range_gives_what_its_days_one_by_one_give(orders):
+    """A late update landed on a later day loses to a newer one of an earlier day, in one range run as in two."""
+    orders.land(D1, [(1, "delivered", "2021-06-01 12:00"), (2, "placed", "2021-06-01 10:00")])
+    orders.land(D2, [(1, "placed", "2021-06-01 11:00"), (2, "delivered", "2021-06-02 09:00")])
+    orders.run("order_state", D1, D2)
+    assert orders.rows("order_state") == {(1, "delivered", "2021-06-01 12:00"), (2, "delivered", "2021-06-02 09:00")}
