@@ -72,7 +72,8 @@ dev: setup
 # Three workers, one test file each at a time: each worker has its own SparkSession, and while one waits on a
 # server it started (daemon, webserver, cluster, Postgres, a run's own Spark) the others compute; the suite
 # waits more than it computes, so on two cores a third worker finishes sooner. Files are handed out in the
-# order tests/conftest.py gives them (the ones that start servers first), not re-sorted by test count.
+# order tests/conftest.py gives them (the ones that start servers first), not re-sorted by test count; files that
+# share a session fixture starting a server (tests/conftest.py, SHARING_SESSION_FIXTURES) go to one worker together.
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
 test: test-setup services

@@ -23,6 +23,8 @@ SUITE = [
     "partition_overhead",
     "backfill",
     "writes",
+    "maintenance",
+    "history",
     "observer_tick",
     "automation_tick",
     "domain_isolation",

@@ -9,12 +9,14 @@ consumes, so one broken domain never takes the others down.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 import dagster as dg
 
@@ -34,6 +36,7 @@ from mesh_assets.graph.isolate import catalog_tables, discover_all
 from mesh_assets.graph.own_domain import load_own_domain, load_own_domains
 from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.graph.validate import validate
+from mesh_assets.maintenance.jobs import build_maintain_job, build_restore_job
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
@@ -226,7 +229,11 @@ def _domain_definitions(
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
     plain_specs = [spec for a in plain for spec in a.specs]
     jobs += [build_invalidate_job(domain, graph, settings.alerts, plain_specs)] if nodes else []
-    return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs))
+    schedules = []
+    if (maintenance := build_maintain_job(domain, nodes, graph, settings.maintenance)) is not None:
+        jobs += [maintenance[0], build_restore_job(domain, graph, settings.alerts)]
+        schedules.append(maintenance[1])
+    return dg.Definitions.merge(*parts, dg.Definitions(sensors=sensors, jobs=jobs, schedules=schedules))
 
 
 def _resolved(
@@ -321,22 +328,47 @@ def domain_definitions(
     are made in processes of their own, so another domain's files can neither stop nor hang this location.
     The domain's own validated YAML products are kept for its content hash, so an unchanged domain reloads
     without reading them again (:mod:`~mesh_assets.graph.own_domain`). Its dbt models' reads are judged as
-    ``mesh validate`` judges them.
+    ``mesh validate`` judges them. Under ``dg check defs`` its spec errors are printed alone (:func:`_exit_with`).
     """
     folder = Path(definitions_file).resolve().parent
     settings = get_settings()
-    others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
-    extra = tool_tables(folder.parent) + catalog_tables(others)
-    own = load_own_domain(folder, settings.home)
-    return build_definitions(
-        {folder.name: own.specs},
-        only={folder.name},
-        extra=extra,
-        settings=settings,
-        dbt=True,
-        judged={folder.name: own.errors},
-        resources=resources,
-    )
+    try:
+        others = discover_all(folder.parent, settings.home, settings.discovery_timeout_seconds, skip={folder.name})
+        extra = tool_tables(folder.parent) + catalog_tables(others)
+        own = load_own_domain(folder, settings.home)
+        return build_definitions(
+            {folder.name: own.specs},
+            only={folder.name},
+            extra=extra,
+            settings=settings,
+            dbt=True,
+            judged={folder.name: own.errors},
+            resources=resources,
+        )
+    except SpecValidationError as exc:
+        if os.environ.get(VALIDATION_CLI) != "1":
+            raise
+        _exit_with(exc, folder.name)
+
+
+VALIDATION_CLI = "DAGSTER_IS_DEFS_VALIDATION_CLI"
+"""Set to ``1`` by ``dg check defs`` and ``dagster definitions validate``, as Dagster documents, for code that
+behaves otherwise when only being validated."""
+
+
+def _exit_with(exc: SpecValidationError, domain: str) -> NoReturn:
+    """Report a domain's spec errors as ``mesh validate`` does and end the validating command with status 1.
+
+    Dagster prints a location's load error with its stack under "Stack Trace:" whatever the exception (at least
+    the frame that caught it, as "[n dagster system frames hidden]"), and a bad spec is the user's to fix, not a
+    fault of code: under the validation command the errors alone are printed, one per line (file, line, field),
+    and the process exits with the status Dagster gives a location that fails to load. A workspace of several
+    locations loads each in a code server of its own: that server prints the errors and exits, the others are
+    still checked, and Dagster adds that the server exited with code 1.
+    """
+    print(exc, file=sys.stderr)
+    print(f"{domain}: the domain's specs do not pass `mesh validate`: its code location is not loaded", file=sys.stderr)
+    raise SystemExit(1) from None
 
 
 @collector_paused()

@@ -183,6 +183,39 @@ class AutomationSettings(Section):
     ``run_queue.tag_concurrency_limits`` (each table already has its own pool)."""
 
 
+MIN_RETENTION_HOURS = 168
+"""Seven days: no clean-up keeps less (Delta's own default and the shortest ``mesh restore`` window Mesh offers)."""
+
+
+class MaintenanceSettings(Section):
+    """Compaction and clean-up of Mesh's own tables (``mesh maintain``, each domain's maintenance schedule)."""
+
+    scheduled: bool = False
+    """Whether each domain's ``<domain>__maintenance`` schedule starts running (false: started in the UI)."""
+    cron: str = "0 3 * * *"
+    """When the schedule compacts and cleans up the domain's tables (UTC)."""
+    small_file_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """A data file smaller than this is small."""
+    small_files: int = Field(default=8, ge=2)
+    """A partition is compacted once it holds at least this many small files."""
+    retention_hours: dict[Literal["t1", "t2", "t3"], int] = Field(
+        default_factory=lambda: {"t1": 720, "t2": 336, "t3": MIN_RETENTION_HOURS}
+    )
+    """Per tier, how long files a newer version replaced are kept (VACUUM's ``RETAIN``), which is also how far
+    back ``mesh restore`` reaches; a tier left out keeps the minimum."""
+
+    @model_validator(mode="after")
+    def _never_shorter_than_a_week(self) -> Self:
+        short = {tier: hours for tier, hours in self.retention_hours.items() if hours < MIN_RETENTION_HOURS}
+        if short:
+            tiers = ", ".join(f"{tier}: {hours}" for tier, hours in sorted(short.items()))
+            raise ValueError(
+                f"maintenance.retention_hours ({tiers}) is shorter than {MIN_RETENTION_HOURS} hours: runs pinned "
+                "to an older version and mesh restore need the files that long"
+            )
+        return self
+
+
 class S3Settings(Section):
     """S3-compatible object storage for ``s3a://`` warehouses (AWS S3, MinIO, Ceph ...).
 
@@ -225,6 +258,7 @@ class MeshSettings(BaseSettings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     dagster: DagsterSettings = Field(default_factory=DagsterSettings)
     automation: AutomationSettings = Field(default_factory=AutomationSettings)
+    maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     instance: Literal["sqlite", "postgres"] = "sqlite"
     """The Dagster instance ``mesh setup`` writes: SQLite files under ``dagster_home``, or Postgres (dagster-postgres)
     reached through ``DAGSTER_PG_HOST``, ``DAGSTER_PG_PORT``, ``DAGSTER_PG_USER``, ``DAGSTER_PG_PASSWORD`` and

@@ -5,10 +5,10 @@ when each source's latest commit carries this run's mark, landing again would wr
 
 A table is current when each partition the demo plans has a materialization computed by the table's code
 version now, none older than the latest change of anything it reads (a Mesh table's materialization, or a
-source's reported by its observer) nor than a refusal of some of its partitions, its Delta table is still at
-the version Mesh's last write of it left (nobody wrote, restored or removed it since), and nothing it reads is
-being recomputed. What is current is not recomputed, and its rows come from what its materializations
-recorded, which is what the table holds, so a run with nothing changed starts no Spark job.
+source's reported by its observer) nor than a refusal of some of its partitions, its Delta table still holds
+what Mesh's last write of it left (nobody wrote, restored or removed it since; compaction and clean-up change no
+row), and nothing it reads is being recomputed. What is current is not recomputed, and its rows come from what
+its materializations recorded, which is what the table holds, so a run with nothing changed starts no Spark job.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import dagster as dg
 
 from mesh_assets import MeshResource
 from mesh_assets.compat import CODE_VERSION_TAG
+from mesh_assets.storage.data_changes import data_changed_after
 from mesh_assets.storage.lake import open_table
 from mesh_examples import generator, landing
 
@@ -100,12 +101,15 @@ def latest_change(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
 
 
 def delta_state_kept(mesh: MeshResource, instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
-    """Whether ``key``'s Delta table is at the version Mesh's latest write of it recorded."""
+    """Whether ``key``'s Delta table holds the data Mesh's latest write of it recorded: at that version, or at a
+    later one that only compacted, cleaned up or set properties (maintenance changes no row)."""
     records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), 1).records
     event = records[0].asset_materialization if records else None
     recorded = event.metadata.get("delta_version") if event else None
-    found = open_table(mesh.registry.location(*key.path), mesh.settings.s3)
-    return found is not None and recorded is not None and getattr(recorded, "value", recorded) == found.version()
+    if recorded is None:
+        return False
+    location = mesh.registry.location(*key.path)
+    return not data_changed_after(location, int(getattr(recorded, "value", recorded)), mesh.settings.s3)
 
 
 def current_tables(

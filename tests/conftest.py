@@ -36,6 +36,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (files[path := item.nodeid.split("::", 1)[0]], order[path]))
 
 
+SHARING_SESSION_FIXTURES = {
+    "local_shop, cluster, s3_endpoint (tests/services/conftest.py)": (
+        "tests/services/test_emr_serverless.py",
+        "tests/services/test_object_storage.py",
+        "tests/services/test_spark_connect.py",
+        "tests/services/test_spark_standalone.py",
+        "tests/services/test_submit_mode.py",
+    ),
+    "served (tests/unit/conftest.py)": (
+        "tests/unit/test_backfill_plan.py",
+        "tests/unit/test_change_plan.py",
+        "tests/unit/test_schema_changes.py",
+    ),
+}
+"""Test files that share session fixtures starting servers or computing a world, by fixture: under ``make test``
+one worker runs each group, so each fixture starts once rather than once on every worker that runs one file."""
+TOGETHER = {path: group for group, paths in SHARING_SESSION_FIXTURES.items() for path in paths}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` with each group of :data:`SHARING_SESSION_FIXTURES` handed out as one unit, in the
+    place of its first file in the collection's order; every other file is a unit of its own, as loadfile makes it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    missing = [path for path in TOGETHER if not (ROOT / path).is_file()]
+    if missing:
+        raise pytest.UsageError(f"SHARING_SESSION_FIXTURES names files that do not exist: {missing}")
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixturesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return TOGETHER.get(path, path)
+
+    return SharedFixturesTogether(config, log)
+
+
 LEFT_IN_THE_CHECKOUT = ("spark-warehouse", "metastore_db", "derby.log")
 """What a Spark driver started in the checkout without Mesh's configuration writes into its working directory
 (the default warehouse, Hive's metastore and its log): every driver of the suite writes under its home."""

@@ -11,6 +11,7 @@ from mesh_assets.assets.specs import RESOURCE_KEY, freshness_policy, product_tag
 from mesh_assets.checks.results import check_specs
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.checks import VALID
+from mesh_assets.model.kinds import REPLAY, Replay
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.storage.resource import MeshResource
 
@@ -21,6 +22,8 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
     if node.sql is not None:
         metadata["sql"] = dg.MetadataValue.md(f"```sql\n{node.sql.strip()}\n```")
     metadata["kind"] = out.table_kind.describe()
+    if out.table_kind.replay is not Replay.ANY:  # how a backfill may recompute its past (backfill/in_order.py)
+        metadata[REPLAY] = out.table_kind.replay.value
     return dg.AssetSpec(
         table.key,
         description=out.description or product.description or None,

@@ -4,8 +4,9 @@ A team that already writes assets the way Dagster's docs show (``@dg.asset`` tak
 ``LazyPySparkResource`` parameter) keeps them in any Python file of its domain folder. The domain's location
 serves them with its products: the same asset graph (they read Mesh tables, and Mesh products read them, by
 asset key), the domain's automation sensor, and dagster-pyspark's resource over Mesh's one SparkSession under
-the keys Dagster's docs use (``pyspark``, ``lazy_pyspark``). dagster-pyspark is imported only by a location
-with an asset that asks for one of those keys.
+the keys Dagster's docs use (``pyspark``, ``lazy_pyspark``), and the domain's lineage: a run of such an asset
+sends OpenLineage events as a product's does (:mod:`mesh_assets.lineage.plain`). dagster-pyspark is imported
+only by a location with an asset that asks for one of those keys.
 
 A Mesh product reads such an asset's table when the domain declares it as an ``ExternalTable`` (Mesh did not
 write it) and the asset writes it where Mesh keeps the table (``MeshPySparkResource.location``): the asset is
@@ -48,21 +49,32 @@ def plain_definitions(
     if not chosen:
         return [], []
     assets = [
-        a
+        traced(a)
         for a in dg.load_assets_from_modules(chosen)
         if isinstance(a, dg.AssetsDefinition) and not isinstance(a, dg.AssetChecksDefinition)
     ]
     return assets, list(dg.load_asset_checks_from_modules(chosen))
 
 
+def traced(asset: dg.AssetsDefinition) -> dg.AssetsDefinition:
+    """An asset that asks for dagster-pyspark's resource, with the hooks that close its OpenLineage run (the
+    resource opens it: :mod:`mesh_assets.lineage.plain`); any other asset as it is."""
+    if not set(asset.required_resource_keys) & PYSPARK_KEYS:
+        return asset
+    from mesh_assets.lineage.plain import LINEAGE_HOOKS
+
+    return asset.with_hooks(set(LINEAGE_HOOKS))
+
+
 def pyspark_resources(assets: Iterable[dg.AssetsDefinition]) -> dict[str, object]:
-    """Mesh's session as dagster-pyspark's resource, under each of its usual keys a plain asset asks for."""
+    """Mesh's session as dagster-pyspark's resource, under each of its usual keys a plain asset asks for; its
+    asset's runs send OpenLineage events as products' do."""
     wanted = sorted({k for a in assets for k in a.required_resource_keys} & PYSPARK_KEYS)
     if not wanted:
         return {}
-    from mesh_assets.storage.pyspark import MeshPySparkResource
+    from mesh_assets.lineage.plain import TracedPySparkResource
 
-    return {key: MeshPySparkResource() for key in wanted}
+    return {key: TracedPySparkResource() for key in wanted}
 
 
 def written_by_plain_assets(external: Iterable[Table], assets: Iterable[dg.AssetsDefinition]) -> list[Table]:

@@ -29,7 +29,7 @@ from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
 from mesh_assets.assets.catalog import CatalogMesh
 from mesh_assets.backfill.plan import BackfillError, downstream_partitions, parse_asset_key, partition_bounds
 from mesh_assets.checks.results import target_of
-from mesh_assets.compat import AssetGraph, PartitionsSubset
+from mesh_assets.compat import PartitionsSubset
 from mesh_assets.graph.resolve import TableKind
 from mesh_assets.model.checks import VALID
 from mesh_assets.settings import AlertSettings
@@ -101,17 +101,32 @@ def _has_valid_check(mesh: CatalogMesh, key: dg.AssetKey) -> bool:
     return table is not None and table.kind is TableKind.PRODUCT and any(c.check_name == VALID for c in table.checks)
 
 
+def _applied_after(
+    mesh: CatalogMesh, instance: dg.DagsterInstance, key: dg.AssetKey, keys: list[str | None]
+) -> list[str]:
+    """The published partitions of a keyed table (``merge``, ``history``, ``changes``) after the first of ``keys``:
+    its state since then holds what those applied, so they are suspect too; none for another kind."""
+    table = mesh.table(key)
+    first = min((k for k in keys if k is not None), default=None)
+    if table is None or first is None or not table.table_kind.keyed:
+        return []
+    return sorted(k for k in instance.get_materialized_partitions(key) if k > first and k not in keys)
+
+
 def _suspects(
-    graph: AssetGraph, instance: dg.DagsterInstance, root: dg.AssetKey, subset: PartitionsSubset | None
+    mesh: CatalogMesh, instance: dg.DagsterInstance, root: dg.AssetKey, subset: PartitionsSubset | None
 ) -> Iterator[tuple[dg.AssetKey, list[str | None]]]:
     """Each asset downstream of ``root``'s ``subset`` with its published partitions that read it, level by
-    level: a partition reached only through partitions never published is not a suspect."""
+    level: a partition reached only through partitions never published is not a suspect. A keyed table's
+    partitions applied after a suspect one are suspect too (:func:`_applied_after`)."""
+    graph = mesh.graph
     reached: dict[dg.AssetKey, PartitionsSubset | None] = {root: subset}
     for current in graph.toposorted_asset_keys:
         if current not in reached:
             continue
         if current != root:
             published = _published(instance, current, reached[current])
+            published = sorted([*published, *_applied_after(mesh, instance, current, published)])
             if not published:
                 continue
             yield current, published
@@ -222,7 +237,11 @@ def invalidation(
     if subset is not None and pdef is not None:
         subset = pdef.empty_subset().with_partition_keys(root)
     sources = tuple(f"{key.to_user_string()} {p}".rstrip() for p in root if p) or (key.to_user_string(),)
-    return [Marked(key, tuple(root), reason)] + [
+    later = _applied_after(mesh, instance, key, root)
+    if later and pdef is not None:
+        subset = pdef.empty_subset().with_partition_keys([*root, *later])
+    own = [Marked(key, tuple(later), reason, sources)] if later else []
+    return [Marked(key, tuple(root), reason), *own] + [
         Marked(child, tuple(partitions), reason, sources, held=_has_valid_check(mesh, child))
-        for child, partitions in _suspects(graph, instance, key, subset)
+        for child, partitions in _suspects(mesh, instance, key, subset)
     ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from mesh_assets.backfill.computable import LeftOut, computable
+from mesh_assets.backfill.in_order import in_order
 from mesh_assets.compat import AssetGraph, PartitionsSubset
 from mesh_assets.model.grain import Grain
 
@@ -82,6 +83,8 @@ class BackfillPlan:
     """Tags of the backfill, and so of every run it launches."""
     title: str | None = None
     description: str = "Planned by `mesh backfill` through the asset graph's partition mappings."
+    notes: tuple[str, ...] = ()
+    """How the plan differs from the range asked for (a table applied in order, extended to its latest)."""
 
     def as_dict(self) -> dict[str, list[str]]:
         """``{"food_delivery/orders": ["2021-06-04..2021-06-06"], ...}``: the plan as asset -> ranges."""
@@ -169,11 +172,14 @@ def plan_backfill(
                 previous = reached.get(child)
                 reached[child] = mapped if previous is None or mapped is None else previous | mapped
     left_out: list[LeftOut] = []
+    notes: list[str] = []
     if instance is not None:
-        reached, left_out = computable(graph, instance, reached)
+        reached, left_out, notes = in_order(graph, instance, reached)
+        reached, unreadable = computable(graph, instance, reached)
+        left_out += unreadable
     order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
     assets = tuple(planned(graph, k, reached[k]) for k in sorted(reached, key=order.__getitem__))
-    return BackfillPlan(key, rng, assets, tuple(left_out))
+    return BackfillPlan(key, rng, assets, tuple(left_out), notes=tuple(notes))
 
 
 LAUNCHED_BY_TAG = "mesh/launched_by"

@@ -6,9 +6,9 @@ against the instance (no base), each published partition's recorded code version
 working tree computes. A table's schema change is judged against the published table (the columns its newest commit
 recorded) or, never published, the base's declared contract; the new schema is the declared ``contract``, or without
 one the columns a SQL product's query names (by name only; a PySpark product's are Spark's to find, so without a
-contract its schema is not judged). Breaking: a dropped or retyped column, other partitioning, no longer published,
-removed while readable. A breaking change to a table the base published is what ``mesh plan`` refuses: the change
-belongs in a new major version beside it.
+contract its schema is not judged). Breaking: a dropped or retyped column, other partitioning, another table kind or
+``unique_key`` (or a history's validity columns), no longer published, removed while readable. A breaking change
+to a table the base published is what ``mesh plan`` refuses: the change belongs in a new major version beside it.
 """
 
 from __future__ import annotations
@@ -187,6 +187,13 @@ def _breaking(before: Table, after: Table, schema: SchemaChange | None) -> list[
         out.append(f"partitioning {before.grain.name.lower()} -> {after.grain.name.lower()}")
     if before.partition_column != after.partition_column:
         out.append(f"partition column {before.partition_column} -> {after.partition_column}")
+    old, new = before.table_kind, after.table_kind
+    if old.name != new.name:  # what a run does to the rows readers hold: another kind is another table
+        out.append(f"kind {old.name} -> {new.name}")
+    elif old.unique_key != new.unique_key:
+        out.append(f"unique_key {', '.join(old.unique_key) or 'none'} -> {', '.join(new.unique_key) or 'none'}")
+    elif old.extra_columns != new.extra_columns:
+        out.append(f"{new.name} columns {', '.join(old.extra_columns)} -> {', '.join(new.extra_columns)}")
     if schema is not None and not schema.additive:
         out += [c.describe() for c in (*schema.dropped, *schema.retyped)]
     return out

@@ -77,6 +77,8 @@ def print_plan(plan: BackfillPlan, console: Console) -> None:
     for asset in plan.assets:
         table.add_row(asset.key.to_user_string(), asset.describe(), str(asset.partition_count or "-"))
     console.print(table)
+    for note in plan.notes:
+        console.print(f"  {note}", highlight=False)
     if plan.left_out:
         console.print("Left out, as they cannot be computed:")
         for item in plan.left_out:

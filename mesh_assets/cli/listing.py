@@ -18,7 +18,19 @@ if TYPE_CHECKING:
 
     from mesh_assets.graph.resolve import MeshGraph, Table
 
-FIELDS = ("domain", "product", "table", "version", "status", "tier", "owner", "published", "partitioning", "kind")
+FIELDS = (
+    "domain",
+    "product",
+    "table",
+    "version",
+    "status",
+    "tier",
+    "owner",
+    "published",
+    "partitioning",
+    "kind",
+    "table_kind",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +51,7 @@ def fields(table: Table) -> dict[str, Any]:
         "published": table.published,
         "partitioning": table.grain.name,
         "kind": table.kind.value,
+        "table_kind": "-" if table.external else table.table_kind.describe(),
     }
 
 

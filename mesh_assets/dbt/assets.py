@@ -12,7 +12,10 @@
   theirs, in one commit (:mod:`mesh_assets.dbt.gate`); re-running a day is idempotent. That needs dbt on
   Mesh's own Spark session (the ``session`` target); any other target is refused
   (:func:`~mesh_assets.dbt.project.dbt_target`);
-- ``full_refresh: true`` in run config recreates the selected models from the run's window.
+- ``full_refresh: true`` in run config (or the run tag ``mesh/rebuild=true`` of ``mesh rebuild``) recreates the
+  selected models from the run's window;
+- an ``incremental`` model with ``incremental_strategy: merge`` is a ``merge`` table and a snapshot a ``history``
+  table (:func:`~mesh_assets.dbt.nodes.model_kind`), committed by their kind's strategy after the gate.
 """
 
 import sys
@@ -26,7 +29,7 @@ import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
 
 from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
-from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, models_of
+from mesh_assets.dbt.nodes import DBT_GRAIN, is_model, model_domain, model_end, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.translator import MeshDbtTranslator
 from mesh_assets.engine.session import scoped_conf
@@ -34,6 +37,7 @@ from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
+from mesh_assets.storage.schema import rebuild_requested
 from mesh_assets.storage.tables import TableNotFoundError
 
 RESOURCE_KEY = "mesh"
@@ -59,7 +63,7 @@ def _models(manifest: dict[str, Any]) -> list[tuple[str, str]]:
         {
             (model_domain(n), n["alias"] or n["name"])
             for n in manifest["nodes"].values()
-            if n["resource_type"] == "model" and n["config"].get("materialized") in {"incremental", "table"}
+            if is_model(n) and n["config"].get("materialized") in {"incremental", "table", "snapshot"}
         }
     )
 
@@ -184,8 +188,9 @@ def _dbt_models(
             context: dg.AssetExecutionContext, mesh: MeshResource, dbt: DbtCliResource, config: DbtRunConfig
         ):
             from mesh_assets.dbt.compiled import compile_step  # the run side: Spark, the write path
-            from mesh_assets.dbt.publish import publish_models
+            from mesh_assets.dbt.publish import publish_models, refuse_past_ranges
 
+            full_refresh = config.full_refresh or rebuild_requested(context.run.tags)
             unready = unready_models(context, mesh)
             specs = context.assets_def.specs_by_key
             selected = {specs[key].metadata[UNIQUE_ID] for key in context.selected_asset_keys}
@@ -198,13 +203,14 @@ def _dbt_models(
                     manifest,
                     translator,
                     window=window_vars(context),
-                    full_refresh=config.full_refresh,
+                    full_refresh=full_refresh,
                     dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
                     target_path=mesh.settings.home / "dbt" / "target",
                     env=dbt_env(mesh.registry.warehouse),
                 )
+                refuse_past_ranges(context, manifest, models, full_refresh=full_refresh)
                 yield from publish_models(
-                    context, mesh, models, full_refresh=config.full_refresh, unready=unready, nodes=manifest["nodes"]
+                    context, mesh, models, full_refresh=full_refresh, unready=unready, nodes=manifest["nodes"]
                 )
 
     return dbt_models

@@ -1,8 +1,8 @@
 """dbt models as Mesh catalog entries, so Python and SQL products can declare them as inputs.
 
 Discovery finds only Python/YAML products; ``dbt_tables()`` reads the prepared manifest and returns one
-:class:`~mesh_assets.graph.resolve.Table` per persisted dbt model, keyed ``(domain, model)`` like the dbt
-assets, for the graph to resolve.
+:class:`~mesh_assets.graph.resolve.Table` per persisted dbt model (and snapshot), with its kind, keyed
+``(domain, model)`` like the dbt assets, for the graph to resolve.
 """
 
 from __future__ import annotations
@@ -12,22 +12,41 @@ from pathlib import Path
 from typing import Any
 
 from mesh_assets.dbt import project
-from mesh_assets.dbt.nodes import DBT_GRAIN, model_domain, model_end, model_start, node_meta, partition_column
+from mesh_assets.dbt.nodes import (
+    DBT_GRAIN,
+    is_model,
+    model_domain,
+    model_end,
+    model_kind,
+    model_start,
+    node_meta,
+    partition_column,
+)
 from mesh_assets.dbt.project import load_manifest, project_dir
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.resolve import Table, TableKind
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.grain import Grain
+from mesh_assets.model.kinds import Kind
 from mesh_assets.model.lifecycle import Classification
 
-PERSISTED = {"incremental", "table"}
+PERSISTED = {"incremental", "table", "snapshot"}
 
 
 def _partitioning(config: dict[str, Any]) -> tuple[Grain, str]:
     column = partition_column(config)
-    if column and config.get("materialized") == "incremental":
+    if column and config.get("materialized") in {"incremental", "snapshot"}:
         return DBT_GRAIN, column
     return Grain.NONE, "p_date"
+
+
+def _kind(config: dict[str, Any]) -> Kind | None:
+    """The model's kind (a merge's unique key, for ``mesh list``, replays and plans); a config Mesh cannot
+    publish has none here, and its run is refused saying why."""
+    try:
+        return model_kind(config)
+    except ValueError:
+        return None
 
 
 def blocking_tests(manifest: dict[str, Any], model_id: str) -> tuple[str, ...]:
@@ -66,7 +85,7 @@ def dbt_tables(
     out = []
     for node in manifest["nodes"].values():
         config = node.get("config") or {}
-        if node["resource_type"] != "model" or config.get("materialized") not in PERSISTED:
+        if not is_model(node) or config.get("materialized") not in PERSISTED:
             continue
         meta = node_meta(node)
         grain, column = _partitioning(config)
@@ -82,6 +101,7 @@ def dbt_tables(
                 grain=grain,
                 partition_column=column,
                 kind=TableKind.DBT,
+                tool_kind=_kind(config),
                 start_date=model_start(node, defaults),
                 end_date=model_end(node, defaults),
                 contacts=domain_defaults.contacts or (),

@@ -3,13 +3,14 @@
 dbt stays the compiler (Jinja, ``ref``/``source``, ``is_incremental()``, generic tests); Mesh runs the SQL
 it returns on its own session, so the rows can be staged and tested before anything is published. Only
 models Mesh knows how to publish get this far: ``incremental`` with ``replace_where`` on one ``partition_by``
-column, or ``table``; anything else is refused before a row is computed.
+column, ``incremental`` with ``merge`` and a ``unique_key``, or ``table``; anything else is refused before a row
+is computed.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,11 @@ from dagster_dbt import DagsterDbtTranslator
 from sqlglot import exp
 
 from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
-from mesh_assets.dbt.nodes import partition_column
+from mesh_assets.dbt.nodes import model_kind, partition_column
 from mesh_assets.dbt.runner import InProcessDbtResult, invoke_dbt, selection_for
 from mesh_assets.dbt.set_aside import compile_setting_aside
 from mesh_assets.graph.revisions import REVISION_LENGTH
+from mesh_assets.model.kinds import Kind, Partitions
 
 #: dbt's generic tests that count failing rows: a row failing on some partitions' rows also fails on the
 #: whole range's, so a range without failing rows has none in any of its partitions.
@@ -60,10 +62,17 @@ class DbtModel:
     tests: tuple[DbtTest, ...]
     revision: str | None = None
     """The model's revision: dbt's checksum of its SQL file, shortened as a product's revision is."""
+    kind: Kind = field(default_factory=Partitions)
+    """How its rows become the table (:func:`~mesh_assets.dbt.nodes.model_kind`)."""
 
     @property
     def ref(self) -> str:
         return ".".join(self.key.path)
+
+    @property
+    def partitioned(self) -> bool:
+        """Its rows belong to the run's days (its ``partition_by`` column), tested and published per day."""
+        return self.materialized == "incremental" and self.partition_column is not None
 
 
 def _refuse(model: str, why: str) -> dg.Failure:
@@ -83,22 +92,12 @@ def relation_of(node: dict[str, Any], key: dg.AssetKey) -> tuple[str | None, str
     return table.db or None, table.name
 
 
-def check_publishable(node: dict[str, Any]) -> None:
-    """Refuse a model Mesh cannot publish by replacing days (or the whole table), before anything runs."""
-    config = node["config"]
-    materialized = config.get("materialized")
-    if materialized == "table":
-        return
-    if materialized != "incremental":
-        raise _refuse(node["unique_id"], f"materialized {materialized!r}; Mesh publishes incremental or table models")
-    partition_by = config.get("partition_by")
-    single = isinstance(partition_by, str) or (isinstance(partition_by, list) and len(partition_by) == 1)
-    if config.get("incremental_strategy") != "replace_where" or not single:
-        raise _refuse(
-            node["unique_id"],
-            "an incremental model is published by replacing its days: set incremental_strategy "
-            "'replace_where' and exactly one partition_by column",
-        )
+def check_publishable(node: dict[str, Any]) -> Kind:
+    """The kind ``node`` is published as; a model Mesh cannot publish is refused before anything runs."""
+    try:
+        return model_kind(node["config"])
+    except ValueError as exc:
+        raise _refuse(node["unique_id"], str(exc)) from None
 
 
 def _test(node: dict[str, Any], check: dg.AssetCheckKey, blocking: bool) -> DbtTest:
@@ -169,8 +168,7 @@ def compile_step(
             metadata={"errors": dg.MetadataValue.text("\n".join(result.errors())[-5000:])},
         )
     built = {uid: result.nodes[uid].to_dict(omit_none=False) for uid in keys}
-    for node in built.values():
-        check_publishable(node)
+    kinds = {uid: check_publishable(node) for uid, node in built.items()}
     # A model whose tests run without it (a checks-only selection) is read as published, as the manifest has it.
     props = {**{model_id: manifest["nodes"][model_id] for model_id, _, _ in tests.values()}, **built}
     model_keys = {**{model_id: check.asset_key for model_id, check, _ in tests.values()}, **keys}
@@ -193,6 +191,7 @@ def compile_step(
                     if model_id == uid
                 ),
                 revision=(node.get("checksum") or {}).get("checksum", "")[:REVISION_LENGTH] or None,
+                kind=kinds.get(uid, Partitions()),  # a model only tested is not committed
             )
         )
     return out

@@ -15,13 +15,16 @@ import dagster as dg
 
 from mesh_assets.checks.results import run_targets
 from mesh_assets.dbt.audit import TestOutcome
+from mesh_assets.dbt.catalog import dbt_tables
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.gate import ModelRun, gate_model
 from mesh_assets.dbt.lineage import model_lineage
 from mesh_assets.dbt.nodes import DBT_GRAIN
+from mesh_assets.model.kinds import Replay
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.readiness import observe_hint
 from mesh_assets.run.record import published_metadata
+from mesh_assets.run.replay import OutOfOrder, refuse_out_of_order
 from mesh_assets.storage.resource import MeshResource
 
 
@@ -51,7 +54,12 @@ def problems(run: ModelRun) -> list[str]:
     ref = run.model.ref
     lines = [f"{ref} {key}: not computed, {why}" for key, whys in sorted(run.blocked.items()) for why in whys]
     lines += [f"{ref}: {o.describe()}" for outcomes in run.refused.values() for o in outcomes]
-    rest = [k for k in run.withheld if k not in run.blocked and k not in run.refused]
+    if run.held_back:
+        lines.append(
+            f"{ref} {', '.join(run.held_back)}: not published, {ref} ({run.model.kind.describe()}) applies its days "
+            "in order and an earlier one was refused"
+        )
+    rest = [k for k in run.withheld if k not in run.blocked and k not in run.refused and k not in run.held_back]
     if rest:
         lines.append(f"{ref} {', '.join(rest)}: not published, the whole table is replaced at once or not at all")
     return lines
@@ -86,6 +94,25 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
             asset_key=key,
             metadata={"refused_partitions": run.withheld, "problems": dg.MetadataValue.json(problems(run))},
         )
+
+
+def refuse_past_ranges(
+    context: dg.AssetExecutionContext, manifest: dict[str, Any], models: list[DbtModel], *, full_refresh: bool
+) -> None:
+    """Refuse the run, before anything is computed, when it would apply a past range of a model whose days are
+    applied in order (a ``merge`` model) without the later days, as a product's run is refused
+    (:mod:`mesh_assets.run.replay`); a full refresh recreates the table from its window and is never refused."""
+    tables = {table.key: table for table in dbt_tables(manifest)}
+    keys = context.partition_key_range
+    part = PartitionRange.from_keys(DBT_GRAIN, keys.start, keys.end)
+    for model in models:
+        if model.sql is None or model.kind.replay is Replay.ANY or model.key not in tables:
+            continue
+        applied = context.instance.get_materialized_partitions(model.key)
+        try:
+            refuse_out_of_order(tables[model.key], part, applied, full_refresh)
+        except OutOfOrder as exc:
+            raise dg.Failure(description=f"dbt model {model.ref}: {exc.description}") from None
 
 
 def publish_models(

@@ -9,10 +9,21 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
 from mesh_assets.automation.conditions import dbt_model_condition
-from mesh_assets.dbt.nodes import model_domain, node_meta, partition_column
+from mesh_assets.dbt.nodes import is_model, model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.kinds import REPLAY, Replay
 
 DBT_KINDS = {"dbt", "spark", "delta"}
+
+
+def _kind_metadata(config: Mapping[str, Any]) -> dict[str, str]:
+    """The Mesh kind a model is published as (``merge on order_id``), and how a backfill may replay its past
+    (:mod:`mesh_assets.backfill.in_order`), as a product's asset shows them."""
+    try:
+        kind = model_kind(config)
+    except ValueError:
+        return {"kind": "-"}
+    return {"kind": kind.describe(), **({REPLAY: kind.replay.value} if kind.replay is not Replay.ANY else {})}
 
 
 class MeshDbtTranslator(DagsterDbtTranslator):
@@ -62,7 +73,7 @@ class MeshDbtTranslator(DagsterDbtTranslator):
         return {**super().get_tags(dbt_resource_props), **tags}
 
     def get_automation_condition(self, dbt_resource_props: Mapping[str, Any]) -> dg.AutomationCondition | None:
-        return dbt_model_condition() if dbt_resource_props["resource_type"] == "model" else None
+        return dbt_model_condition() if is_model(dbt_resource_props) else None
 
     def get_metadata(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, Any]:
         config = dbt_resource_props.get("config") or {}
@@ -70,13 +81,14 @@ class MeshDbtTranslator(DagsterDbtTranslator):
             **super().get_metadata(dbt_resource_props),
             "partition_column": partition_column(config) or "-",
             "write_mode": config.get("incremental_strategy") or config.get("materialized") or "-",
+            **_kind_metadata(config),
             "source_file": str(dbt_resource_props.get("original_file_path", "")),
         }
 
     def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None) -> dg.AssetSpec:
         spec = super().get_asset_spec(manifest, unique_id, project)
         props = self.get_resource_props(manifest, unique_id)
-        if props["resource_type"] == "model":
+        if is_model(props):
             spec = spec.replace_attributes(kinds=DBT_KINDS)
         return spec
 

@@ -49,6 +49,8 @@ def domain_folders(domains_dir: Path) -> list[Path]:
 
 
 TRANSFORMATION_FIELDS = {"inputs", "sql", "sql_file", "range_aware", "line"}
+"""A YAML table's fields that are its query's; the others are its output's, ``kind`` (the table's kind) among
+them (``kind: sql``, the query's own tag, is dropped: a YAML table is always SQL)."""
 
 
 def _with_lines(inputs: object, lines: yaml_lines.Lines, at: tuple) -> object:
@@ -92,7 +94,9 @@ def _load_yaml(
             raw = {
                 "kind": "sql",
                 **{k: v for k, v in raw.items() if k in TRANSFORMATION_FIELDS},
-                "output": {k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS},
+                "output": {
+                    k: v for k, v in raw.items() if k not in TRANSFORMATION_FIELDS and (k, v) != ("kind", "sql")
+                },
                 "line": lines.get(("tables", i)),
                 "sql_line": lines.get(("tables", i, "sql")) or lines.get(("tables", i, "sql_file")),
             }

@@ -65,7 +65,7 @@ def source_version(source: str) -> str:
 
 def code_version(transformation: Transformation, source: str) -> str:
     """A short, stable hash of what computes ``transformation``'s rows, ``source`` being its SQL or function."""
-    output = transformation.output.model_dump_json(exclude={"description", "version", "status", "sunset"})
+    output = transformation.output.model_dump_json(exclude={"description", "version", "status", "sunset", "zorder"})
     inputs = [f"{name}={inp.model_dump_json(exclude={'line'})}" for name, inp in sorted(transformation.inputs.items())]
     return _hash(output, *inputs, source)
 

@@ -33,15 +33,14 @@ def yaml_loc(loc: tuple) -> tuple:
 
 
 def _union_tag(loc: tuple, i: int) -> bool:
-    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's, a
-    table's kind), which a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``
-    and ``tables.0.kind.merge.unique_key`` is ``tables.0.kind.unique_key``."""
+    """Whether ``loc[i]`` is pydantic's name for the member of a union (a transformation's kind, a check's, a table
+    kind's), which a spec never writes: ``tables.0.checks.1.not_null.colums`` is ``tables.0.checks.1.colums``."""
     part = loc[i]
     if not isinstance(part, str) or i == len(loc) - 1:
         return False
-    if part in {"pyspark", "sql"} or (i >= 1 and loc[i - 1] == "kind"):
+    if i >= 1 and loc[i - 1] == "kind":  # a table kind's model: ``kind.merge.unique_key`` is ``kind.unique_key``
         return True
-    return i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks"
+    return part in {"pyspark", "sql"} or (i >= 2 and isinstance(loc[i - 1], int) and loc[i - 2] == "checks")
 
 
 def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:

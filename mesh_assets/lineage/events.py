@@ -87,7 +87,9 @@ class RunDescription:
     table: str
     dagster_run_id: str
     dagster_job: str
-    output_location: str
+    output_location: str | None
+    """The table the run writes; ``None`` for a run with no output to name (a plain Dagster asset's START, or
+    a run of one that wrote no Mesh table)."""
     declared_inputs: list[str]
     sql: str | None = None
     partitions: tuple[str, str, str, list[str]] | None = None  # kind, start, end, keys
@@ -112,7 +114,8 @@ class RunDescription:
     table_names: dict[str, str] = field(default_factory=dict)
     """``<domain>.<table>`` of the locations read, for their ``symlinks`` facets."""
     job_type: tuple[str, str] = ("MESH", "ASSET")
-    """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model."""
+    """The ``jobType`` facet's integration and job type: ``("DBT", "MODEL")`` for a dbt model, ``("DAGSTER",
+    "ASSET")`` for a plain Dagster asset."""
     namespace_prefix: str = ""
     """``lineage.namespace_prefix``: before the namespaces Mesh names (jobs, the Dagster parent, symlinks)."""
 
@@ -219,13 +222,16 @@ def build_event(state: str, d: RunDescription, *, error: BaseException | None = 
         out_facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
             rowCount=d.rows
         )
-    namespace, name = dataset_name(d.output_location)
+    outputs = []
+    if d.output_location is not None:
+        namespace, name = dataset_name(d.output_location)
+        outputs = [OutputDataset(namespace, name, facets=_output_facets(d, state), outputFacets=out_facets)]
     return RunEvent(
         eventType=d.STATES[state],
         eventTime=datetime.now(UTC).isoformat(),
         run=Run(runId=d.run_id, facets=_run_facets(d, error if state == "FAIL" else None)),
         job=Job(namespace=d.job_namespace, name=d.job_name, facets=_job_facets(d)),
         inputs=[_input(p, d) for p in sorted(set(read))],
-        outputs=[OutputDataset(namespace, name, facets=_output_facets(d, state), outputFacets=out_facets)],
+        outputs=outputs,
         producer=PRODUCER,
     )

@@ -28,6 +28,8 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.names import Identifier
 from mesh_assets.model.partitions import PartitionRange
 
+REPLAY = "replay"
+"""The asset metadata that carries a kind's :class:`Replay` rule, when it is not ``any``: what backfills plan by."""
 KEY_CHECK = "unique_key"
 """The name of the blocking check every keyed kind implies on its staged rows."""
 
@@ -194,6 +196,13 @@ class History(_Keyed):
         if self.check_columns is not None and not self.check_columns:
             raise ValueError("check_columns must name at least one column")
         return self
+
+    def check_grain(self, grain: Grain) -> None:
+        if not grain.partitioned:
+            raise ValueError(
+                "kind history needs a partitioned output: each partition is the source's state at its start, "
+                "when its changes and deletes take effect"
+            )
 
     @property
     def replay(self) -> Replay:

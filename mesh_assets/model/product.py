@@ -103,6 +103,8 @@ class Output(Strict):
     status: Status | None = None
     """This version's own status (default: its product's)."""
     sunset: date | None = None
+    zorder: tuple[Identifier, ...] = ()
+    """Columns compaction clusters each partition's files by (Delta's Z-order), for reads that filter on them."""
 
     @property
     def name(self) -> str:
@@ -147,6 +149,19 @@ class Output(Strict):
         if value is not None and info.data.get("partition_column") in value.extra_columns:
             raise ValueError(f"the partition column {info.data['partition_column']} is one of the kind's columns")
         return value
+
+    @model_validator(mode="after")
+    def _zorder_columns(self) -> Output:
+        """Z-order by data columns, each once: the partition column is already each file's only value."""
+        if len(set(self.zorder)) != len(self.zorder):
+            raise ValueError(f"zorder names a column twice: {', '.join(self.zorder)}")
+        if self.partitioning.partitioned and self.partition_column in self.zorder:
+            raise ValueError(f"zorder: {self.partition_column} is the partition column; Z-order by data columns")
+        if self.contract is not None:
+            missing = sorted(set(self.zorder) - {c.name for c in self.contract})
+            if missing:
+                raise ValueError(f"zorder: {', '.join(missing)} not in the contract's columns")
+        return self
 
     @model_validator(mode="after")
     def _one_name_for_the_kind(self) -> Output:

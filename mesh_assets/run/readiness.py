@@ -67,8 +67,11 @@ def observe_hint(problems: Iterable[str]) -> str | None:
 
 def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> list[str] | None:
     """The upstream partition keys ``part``'s window reads (every region of a regional day), from the
-    upstream's first partition on; None when the whole table is read."""
+    upstream's first partition on; None when the whole table is read. A keyed table (``merge``, ``history``,
+    ``changes``) read whole is read as its state: the output's partitions wait until it applied theirs."""
     needed = window_range(inp.window, upstream.grain, part)
+    if needed is None and part is not None and upstream.grain.partitioned and upstream.table_kind.keyed:
+        needed = part.as_grain(upstream.grain)  # a keyed table's state is read whole once it applied the partition
     if needed is None:
         return None
     first = upstream.start_date.isoformat()

@@ -133,3 +133,44 @@ def test_courier_chain_materializes_across_domains(world):
         for m in result.get_asset_materialization_events()
     }
     assert counts == {COURIER_CHAIN[0][1]: 2 * len(delivered), COURIER_CHAIN[1][1]: len(delivered)}
+
+
+def expected_city_history(days: list[date]) -> list[tuple]:
+    """``courier.courier_city_history`` after ``days`` applied in order, from the generator without Spark: per
+    day each courier's city of their last delivery; a new version from the day's start when the city changed;
+    a courier with no delivery keeps theirs (``deletes: keep``)."""
+    current: dict[int, list] = {}
+    closed: list[tuple] = []
+    for day in days:
+        last: dict[int, tuple] = {}
+        for d in expected_descriptors(day).values():
+            if d[6] == "delivered" and d[4] is not None and (d[4] not in last or d[8] > last[d[4]][0]):
+                last[d[4]] = (d[8], d[1])
+        for courier, (_, city) in last.items():
+            version = current.get(courier)
+            if version is not None and version[1] == city:
+                continue
+            if version is not None:
+                closed.append((courier, version[1], version[2], day, False))
+            current[courier] = [courier, city, day]
+    return sorted(closed + [(c, city, since, None, True) for c, city, since in current.values()])
+
+
+def test_courier_city_history_keeps_each_couriers_city_over_days(world):
+    days = [date(2021, 6, d) for d in (1, 2, 3)]
+    for day in days:
+        ensure_descriptors(world, day)
+
+    first, last = days[0].isoformat(), days[-1].isoformat()
+    result = world.materialize([["courier", "courier_city_history"]], start=first, end=last)
+
+    assert result.success
+    table = world.table("courier", "courier_city_history")
+    got = sorted(
+        (r["courier_id"], r["city"], r["valid_from"], r["valid_to"], r["is_current"])
+        for r in table.selectExpr(
+            "courier_id", "city", "to_date(valid_from) AS valid_from", "to_date(valid_to) AS valid_to", "is_current"
+        ).collect()
+    )
+    assert got == expected_city_history(days)
+    assert any(not r[4] for r in got)  # some couriers moved city

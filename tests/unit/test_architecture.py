@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"assets"},
     {"automation"},
     {"backfill"},
+    {"maintenance"},
     {"dbt"},
     {"change"},
     {"definitions"},

@@ -317,3 +317,23 @@ def test_against_a_git_base_only_the_domains_whose_files_changed_are_discovered_
     assert committed.code_version == repo.graph.get("shop", "orders").code_version != now.code_version
     assert main.main(["plan", "--base", "HEAD"]) == 0
     assert "~ shop.orders" in capsys.readouterr().out
+
+
+def test_another_kind_or_unique_key_is_a_breaking_change_to_a_published_table(repo, capsys):
+    """Issue 41: readers of a table rely on what its runs do to its rows; a merge table is another table than a
+    replaced one, and another key matches other rows."""
+    repo.edit(
+        "shop/defs/orders/defs.yaml",
+        "      published: true\n",
+        "      published: true\n      kind: {name: merge, unique_key: id}\n",
+    )
+    code, plan = plan_json(capsys, "--base", "HEAD")
+    breaking = {t["table"]: t["breaking"] for t in plan["tables"]}
+    assert code == 1 and breaking["shop.orders"] == ["kind partitions -> merge"]
+
+    git(repo.root, "add", ".")
+    git(repo.root, "-c", "user.name=Mesh", "-c", "user.email=mesh@example.com", "commit", "-q", "-m", "merge")
+    repo.edit("shop/defs/orders/defs.yaml", "unique_key: id}", "unique_key: [id, amount]}")
+    code, plan = plan_json(capsys, "--base", "HEAD")
+    breaking = {t["table"]: t["breaking"] for t in plan["tables"]}
+    assert code == 1 and breaking["shop.orders"] == ["unique_key id -> id, amount"]

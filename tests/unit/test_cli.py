@@ -180,7 +180,10 @@ def test_list_json_and_wide_give_every_tables_status_and_tier() -> None:
         "published": False,
         "partitioning": "hourly",
         "kind": "external",
+        "table_kind": "-",
     }
+    assert tables["food_delivery", "orders"]["table_kind"] == "partitions"
+    assert tables["growth", "summary_gsc"]["table_kind"] == "full"  # declared with write_mode: full
     assert {"from": "food_delivery.orders", "to": "analytics.stg_orders", "cross_domain": True, "dbt": True} in (
         listing["edges"]
     )
@@ -196,6 +199,7 @@ def test_list_json_and_wide_give_every_tables_status_and_tier() -> None:
         "published",
         "partitioning",
         "kind",
+        "table_kind",
     ]
     rows = {(line.split()[0], line.split()[2]): line.split() for line in wide[1 : len(tables) + 1]}
     assert rows.keys() == tables.keys()

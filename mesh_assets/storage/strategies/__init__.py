@@ -10,7 +10,7 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
-from mesh_assets.model.kinds import Append, Full, Kind, Merge, Partitions
+from mesh_assets.model.kinds import Append, Full, History, Kind, Merge, Partitions
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
 
@@ -35,4 +35,8 @@ def strategy_for(kind: Kind) -> Strategy:
         from mesh_assets.storage.strategies.merge import MergeRows
 
         return MergeRows(kind)
+    if isinstance(kind, History):
+        from mesh_assets.storage.strategies.history import KeepHistory
+
+        return KeepHistory(kind)
     raise TypeError(f"no commit strategy for kind {kind.name}")

@@ -1,0 +1,98 @@
+"""Clean-up with retention: Delta's ``VACUUM`` deletes the files no version within the retention needs.
+
+The retention is per tier (``maintenance.retention_hours``, never under a week), and the table's own properties
+say the same (``delta.deletedFileRetentionDuration``), with its log kept at least as long
+(``delta.logRetentionDuration``, 30 days at least): a version within the retention can still be read and
+restored (``mesh restore``). A run reads its inputs at the versions they had when it started, so a table that a
+running run reads, or that one writes, is skipped with the run named: its pinned version's files stay until a
+later pass. A clean-up commits no data change (its log entries are ``VACUUM START`` / ``VACUUM END``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import dagster as dg
+from pyspark.sql import SparkSession
+
+from mesh_assets.maintenance.files import stored_bytes
+from mesh_assets.settings import MIN_RETENTION_HOURS, MaintenanceSettings, S3Settings
+from mesh_assets.storage.delta import path_identifier
+from mesh_assets.storage.lake import open_table
+
+LOG_RETENTION_HOURS = 720
+"""Delta's default log retention (30 days); kept at least this long, and never shorter than the files'."""
+RUNNING = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """One table's clean-up: the retention kept, the bytes its directory held before and after (None on an
+    object store), or why it was skipped."""
+
+    hours: int
+    before: int | None = None
+    after: int | None = None
+    skipped: str | None = None
+
+
+def retention_hours(tier: str, settings: MaintenanceSettings) -> int:
+    """How long a table of ``tier`` keeps replaced files: its tier's setting, never under a week."""
+    return max(settings.retention_hours.get(tier, MIN_RETENTION_HOURS), MIN_RETENTION_HOURS)
+
+
+def retention_properties(hours: int) -> dict[str, str]:
+    """The table properties that make Delta keep what ``hours`` of retention promise."""
+    return {
+        "delta.deletedFileRetentionDuration": f"interval {hours} hours",
+        "delta.logRetentionDuration": f"interval {max(hours, LOG_RETENTION_HOURS)} hours",
+    }
+
+
+def keep_retention(spark: SparkSession, location: str, hours: int, s3: S3Settings) -> bool:
+    """Set the retention properties on the table unless it has them already (each change is a commit, with no
+    data change); whether it set them."""
+    table = open_table(location, s3)
+    current = table.metadata().configuration if table is not None else {}
+    wanted = retention_properties(hours)
+    if all(current.get(k) == v for k, v in wanted.items()):
+        return False
+    pairs = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
+    spark.sql(f"ALTER TABLE {path_identifier(location)} SET TBLPROPERTIES ({pairs})")
+    return True
+
+
+def runs_reading(instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey]) -> list[str]:
+    """The ids of the running runs that materialize any of ``keys`` (a table's readers, or the table); runs of
+    op jobs (maintenance, invalidation) materialize none."""
+    wanted = set(keys)
+    return [
+        run.run_id
+        for run in instance.get_runs(filters=dg.RunsFilter(statuses=RUNNING))
+        if run.asset_selection is not None and wanted & set(run.asset_selection)
+    ]
+
+
+def vacuum(spark: SparkSession, location: str, hours: int, s3: S3Settings) -> Cleaned:
+    """Delete the files no version of the last ``hours`` needs, after setting the table's retention to match."""
+    keep_retention(spark, location, hours, s3)
+    before = stored_bytes(location)
+    spark.sql(f"VACUUM {path_identifier(location)} RETAIN {hours} HOURS").collect()
+    return Cleaned(hours, before, stored_bytes(location))
+
+
+def vacuum_unless_read(
+    spark: SparkSession,
+    instance: dg.DagsterInstance,
+    location: str,
+    hours: int,
+    s3: S3Settings,
+    readers: Iterable[dg.AssetKey],
+) -> Cleaned:
+    """:func:`vacuum`, or skipped, naming the runs, while a running run reads or writes the table (``readers``:
+    its key and its readers' keys)."""
+    running = runs_reading(instance, readers)
+    if running:
+        return Cleaned(hours, skipped=f"read by running run(s) {', '.join(running)}: cleaned up by a later pass")
+    return vacuum(spark, location, hours, s3)
