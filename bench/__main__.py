@@ -35,6 +35,7 @@ SUITE = [
     "submit_mode",
     "volume",
     "kind_changes",
+    "kind_merge",
 ]
 
 

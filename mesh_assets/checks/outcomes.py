@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mesh_assets.model.checks import CheckSpec
+from mesh_assets.model.checks import CheckSpec, Unique
+from mesh_assets.model.kinds import KEY_CHECK
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class CheckOutcome:
 
     def describe(self) -> str:
         where = f" on partition {self.partition}" if self.partition else ""
+        if self.name == KEY_CHECK and isinstance(self.check, Unique):  # the kind's key: say which columns
+            where = f" ({', '.join(self.check.keys)}){where}"
         if self.error:
             return f"check {self.name}{where} errored: {self.error}"
         extra = f" ({self.failing_rows} failing rows)" if self.failing_rows else ""

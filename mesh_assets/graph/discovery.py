@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from mesh_assets.graph import component_specs, yaml_lines
 from mesh_assets.graph.defaults import DEFAULTS_FILE, load_defaults
 from mesh_assets.graph.rules import product_errors
-from mesh_assets.graph.spec_errors import pydantic_errors, read_spec
+from mesh_assets.graph.spec_errors import field_error, pydantic_errors, read_spec
 from mesh_assets.model.author import Product, loading
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, relative
@@ -219,10 +219,7 @@ def _load_python(
                 line = tb.tb_lineno
             tb = tb.tb_next
         if isinstance(exc, ValidationError):  # Output(...), Input(...) built in the file: one error a field
-            return [], [
-                SpecError(relative(path), line, ".".join(str(p) for p in err["loc"]), err["msg"])
-                for err in exc.errors()
-            ]
+            return [], [field_error(path, line, err) for err in exc.errors()]
         why = f"calls sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
         return [], [SpecError(relative(path), line, "", why)]
     products, errors = [], []

@@ -46,7 +46,7 @@ def _union_tag(loc: tuple, i: int) -> bool:
 def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, yaml_style: bool) -> list[SpecError]:
     out = []
     for err in exc.errors():
-        loc = tuple(p for i, p in enumerate(err["loc"]) if not _union_tag(err["loc"], i))
+        loc = without_tags(err["loc"])
         if yaml_style:
             loc = yaml_loc(loc)
         out.append(
@@ -54,7 +54,27 @@ def pydantic_errors(exc: ValidationError, file: Path, lines: yaml_lines.Lines, y
                 relative(file),
                 yaml_lines.line_for(lines, loc),
                 ".".join(str(p) for p in loc) or "<product>",
-                f"unknown field {loc[-1]!r}" if err["type"] == "extra_forbidden" and loc else err["msg"],
+                message(err, loc),
             )
         )
     return out
+
+
+def field_error(file: Path, line: int | None, err: Any) -> SpecError:
+    """An error of a model built in a Python file (``Output(...)``), at the line that built it."""
+    loc = without_tags(err["loc"])
+    return SpecError(relative(file), line, ".".join(str(p) for p in loc), message(err, loc))
+
+
+def without_tags(loc: tuple) -> tuple:
+    """An error's location as a spec writes it: without pydantic's names for union members."""
+    return tuple(p for i, p in enumerate(loc) if not _union_tag(loc, i))
+
+
+def message(err: Any, loc: tuple) -> str:
+    """The error's words, a spec's terms where pydantic's are its own (an unknown field, an unknown kind)."""
+    if err["type"] == "extra_forbidden" and loc:
+        return f"unknown field {loc[-1]!r}"
+    if err["type"] == "union_tag_invalid" and loc[-1:] == ("kind",):
+        return f"unknown kind {err['ctx']['tag']!r}: one of {err['ctx']['expected_tags']}"
+    return err["msg"]

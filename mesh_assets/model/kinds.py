@@ -141,11 +141,11 @@ class _Keyed(Kind):
 
 class Merge(_Keyed):
     """Upsert the run's rows by ``unique_key``: matched rows are updated (or deleted where ``delete`` holds),
-    new keys inserted. Two rows of a key in one partition are decided by ``sequence_by`` (the greater wins; an
-    older row never overwrites a newer one already in the table); without it they are refused by name. Across
-    the partitions of a range, the later partition wins. ``within_last``: the ``MERGE`` scans only the table's
-    rows of the run's partitions and the N before them (a key's partition column must be stable, such as an
-    order's day; rows of older partitions are refused)."""
+    new keys inserted. Two rows of a key are decided by ``sequence_by`` (the greater wins, across the partitions
+    of a range too; an older row never overwrites a newer one already in the table); without it, two rows of a
+    key in one partition are refused by name and across a range the later partition wins. ``within_last``: the
+    ``MERGE`` scans only the table's rows of the run's partitions and the N before them (a key's partition
+    column must be stable, such as an order's day; rows of older partitions are refused)."""
 
     name: Literal["merge"] = "merge"
     sequence_by: Identifier | None = None

@@ -1,7 +1,8 @@
 """Kind ``merge``: an upsert by ``unique_key`` in one ``MERGE``.
 
-The run's rows are first reduced to one per key: the row of the latest partition of the run, then the greatest
-``sequence_by`` (rows of a key with no way to order them were refused by the kind's ``unique_key`` check before).
+The run's rows are first reduced to one per key: the greatest ``sequence_by``, then the row of the latest
+partition of the run (rows of a key with no way to order them were refused by the kind's ``unique_key`` check
+before).
 A matched row is updated only where a value differs (and, with ``sequence_by``, only by a row at least as new
 as the table's), deleted where ``delete`` holds, and a new key inserted unless it is a delete; a ``MERGE`` that
 changes nothing commits nothing. ``within_last`` adds the table's partitions the run may touch to the match,
@@ -37,9 +38,11 @@ class MergeRows:
         self.kind = kind
 
     def order(self, target: Target) -> list[str]:
-        """What decides between rows of one key: the later partition, then ``sequence_by``."""
+        """What decides between rows of one key: ``sequence_by``, then the later partition. The sequence comes
+        first, so a range applies what its partitions applied one by one would (a late row landed with a later
+        partition never wins over a newer one of an earlier partition)."""
         order = [target.partition_column] if target.partitions is not None and target.partition_column else []
-        return order + ([self.kind.sequence_by] if self.kind.sequence_by else [])
+        return ([self.kind.sequence_by] if self.kind.sequence_by else []) + order
 
     def source(self, rows: DataFrame, target: Target) -> DataFrame:
         latest = latest_per_key(rows, self.kind.unique_key, self.order(target))
@@ -66,7 +69,9 @@ class MergeRows:
         if kind.delete is None:
             update, insert, keep, drop = "UPDATE SET *", "INSERT *", "", ""
         else:
-            update = "UPDATE SET " + ", ".join(f"{quoted(c, 't')} = {quoted(c, 's')}" for c in stored)
+            # A target column unqualified: Delta resolves ``t.<column>`` only for columns the table has, and
+            # schema evolution adds a new one only when it is named alone.
+            update = "UPDATE SET " + ", ".join(f"{quoted(c)} = {quoted(c, 's')}" for c in stored)
             insert = f"INSERT ({', '.join(map(quoted, stored))}) VALUES ({', '.join(quoted(c, 's') for c in stored)})"
             keep, drop = f" AND NOT s.{DELETE}", f"WHEN MATCHED AND s.{DELETE}{newer} THEN DELETE "
 
