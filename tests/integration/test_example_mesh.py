@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from delta.tables import DeltaTable
 from zones import in_utc
 
 from mesh_assets.graph.discovery import load_domain
@@ -184,3 +185,29 @@ def test_courier_city_history_keeps_each_couriers_city_over_days(world):
     )
     assert got == expected_city_history(days)
     assert any(not r[4] for r in got)  # some couriers moved city
+
+
+def test_order_status_keeps_each_orders_latest_status_over_days(world, spark):
+    """``central.order_status`` (kind merge on order_id by last_event_at) over three days in one range run: each
+    order once, with the status of its newest descriptor; the same range again commits nothing."""
+    days = [date(2021, 6, d) for d in (1, 2, 3)]
+    for day in days:
+        ensure_descriptors(world, day)
+    newest: dict[int, tuple] = {}
+    for day in days:
+        for d in expected_descriptors(day).values():
+            if d[0] not in newest or d[10] >= newest[d[0]][1]:
+                newest[d[0]] = (d[6], d[10])
+
+    first, last = days[0].isoformat(), days[-1].isoformat()
+    assert world.materialize([["central", "order_status"]], start=first, end=last).success
+    rows = world.table("central", "order_status").collect()
+    assert len(rows) == len(newest)
+    assert {r["order_id"]: r["status"] for r in rows} == {k: v[0] for k, v in newest.items()}
+
+    location = world.mesh.registry.location("central", "order_status")
+    version = DeltaTable.forPath(spark, location).history(1).first()["version"]
+    again = world.materialize([["central", "order_status"]], start=first, end=last)
+    event = again.get_asset_materialization_events()[0].materialization
+    assert event.metadata["unchanged"].value is True
+    assert DeltaTable.forPath(spark, location).history(1).first()["version"] == version
