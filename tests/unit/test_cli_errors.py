@@ -39,6 +39,13 @@ READS_THE_MESH = {
 READS_ONE_DOMAIN = {"invalidate": ["invalidate", "sales/orders", "--start", "2021-06-01", "--reason", "late refunds"]}
 """``mesh invalidate`` reads the catalog, and loads only the table's own domain: another domain's errors do not
 stop it, and in these meshes it refuses first because nothing is published (or the table is unknown)."""
+READS_THE_CATALOG = {
+    "tables": ["tables"],
+    "maintain": ["maintain", "--retired", "--dry-run"],
+    "restore": ["restore", "sales/orders", "--to-version", "0"],
+}
+"""Maintenance works on the tables the catalog last saw (a domain whose files fail keeps its last good entry): on
+these meshes nothing was ever written, and each says so without a traceback."""
 ASKS_THE_WEBSERVER_FIRST = {"stale": ["stale"]}
 """``mesh stale`` asks the webserver before it loads the mesh: here none answers, and it says so."""
 OTHER_INPUT = {
@@ -51,7 +58,13 @@ OTHER_INPUT = {
 
 def test_every_command_is_covered() -> None:
     commands = set(cli.parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert commands == set(READS_THE_MESH) | set(READS_ONE_DOMAIN) | set(ASKS_THE_WEBSERVER_FIRST) | set(OTHER_INPUT)
+    assert commands == (
+        set(READS_THE_MESH)
+        | set(READS_ONE_DOMAIN)
+        | set(READS_THE_CATALOG)
+        | set(ASKS_THE_WEBSERVER_FIRST)
+        | set(OTHER_INPUT)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +115,11 @@ def test_each_command_names_what_is_wrong_with_a_bad_mesh(run, mesh: Path) -> No
         assert [e for e in errors if e not in said] == [], f"mesh {name} does not print validate's errors:\n{out}"
     code, out = run(mesh, READS_ONE_DOMAIN["invalidate"])
     assert code == 2 and "Traceback" not in out and out.rstrip().endswith("nothing marked"), out
+    for name, argv in READS_THE_CATALOG.items():
+        code, out = run(mesh, argv)
+        assert "Traceback" not in out and "failed: " not in out, f"mesh {name}: {out}"
+        assert code == (2 if name == "restore" else 0), f"mesh {name}: {out}"
+    assert out.rstrip().endswith("nothing restored"), out  # the restore's: its table was never written
     code, out = run(mesh, ASKS_THE_WEBSERVER_FIRST["stale"])
     assert code == 2 and "Traceback" not in out and "error no Dagster webserver answers at" in out, out
 
