@@ -256,7 +256,7 @@ def test_duplicate_keys_are_refused_by_name_and_nothing_is_written(couriers):
     result = couriers.run(HISTORY, D2)
 
     assert not result.success
-    assert f"check unique_key on partition {D2} failed" in failure_message(result)
+    assert f"check unique_key (courier_id) on partition {D2} failed" in failure_message(result)
     assert couriers.version(HISTORY) == 0
     assert [v[-1] for v in couriers.versions(HISTORY)] == [D1, D1, D1]
 

@@ -109,4 +109,5 @@ def test_dg_gives_editors_the_product_schema_down_to_nested_fields(dg_runs) -> N
     assert {"regions", "partition_column", "checks"} <= set(nested["ExternalTable"]["properties"])
     assert set(nested["NotNull"]["properties"]) >= {"kind", "columns", "severity"}
     windows = nested["Window"]["anyOf"]
-    assert windows[0]["pattern"] == "^(same|all|changes|last_[0-9]+|previous_[0-9]+)$"  # last_7 completes as it validates
+    # last_7 completes as it validates
+    assert windows[0]["pattern"] == "^(same|all|changes|last_[0-9]+|previous_[0-9]+)$"
