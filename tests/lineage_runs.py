@@ -7,11 +7,19 @@ from datetime import UTC, datetime
 import openlineage_spec
 from openlineage.client.facet_v2 import test_run
 
-from mesh_assets.lineage.events import MeshPartitionsRunFacet, MeshUndeclaredReadsRunFacet, RunDescription
+from mesh_assets.lineage.events import (
+    MeshPartitionsRunFacet,
+    MeshRowsChangedOutputDatasetFacet,
+    MeshTableKindDatasetFacet,
+    MeshUndeclaredReadsRunFacet,
+    RunDescription,
+)
 
 MESH_FACETS = {
     "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
     "MeshUndeclaredReadsRunFacet": MeshUndeclaredReadsRunFacet,
+    "MeshTableKindDatasetFacet": MeshTableKindDatasetFacet,
+    "MeshRowsChangedOutputDatasetFacet": MeshRowsChangedOutputDatasetFacet,
 }
 
 
@@ -49,6 +57,7 @@ def sql_run() -> RunDescription:
     ]
     d.window = (datetime(2021, 6, 4, tzinfo=UTC), datetime(2021, 6, 6, tzinfo=UTC))
     d.version, d.owner, d.null_counts = 7, "food-analytics@example.com", {"order_id": 0}
+    d.kind, d.changes = ("merge", "merge on order_id"), {"inserted": 3, "updated": 2, "deleted": 0}
     d.source = ("sql", "SELECT 1")
     d.table_names = {f"{WH}/food_delivery/orders": "food_delivery.orders"}
     d.columns = {"order_id": [(f"{WH}/food_delivery/orders", "id")], "p_date": []}

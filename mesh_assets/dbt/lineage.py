@@ -67,6 +67,7 @@ def describe_model(
         source_file=project_dir() / path if path else None,
         table_names={normalize(loc): ref for ref, loc in inputs.items()},
         job_type=("DBT", "MODEL"),
+        kind=(model.kind.name, model.kind.describe()),
     )
 
 
@@ -95,6 +96,8 @@ def model_lineage(
         if run.result is not None:
             description.rows = run.result.rows
             description.version = run.result.version
+            description.changes = dict(run.result.changes) or None
+            description.committed = run.result.committed
             description.schema = [(f.name, f.dataType.simpleString()) for f in run.result.schema.fields]
         if model.sql is not None:
             try:

@@ -20,6 +20,8 @@ from urllib.parse import urlparse
 import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
+    DatasetFacet,
+    OutputDatasetFacet,
     RunFacet,
     error_message_run,
     job_type_job,
@@ -79,6 +81,33 @@ class MeshUndeclaredReadsRunFacet(RunFacet):
         return f"{SCHEMA_BASE}#/$defs/MeshUndeclaredReadsRunFacet"
 
 
+@attr.define
+class MeshTableKindDatasetFacet(DatasetFacet):
+    """How the run's rows reach the table (custom facet): the kind's name and what it does, in Mesh's words."""
+
+    name: str
+    description: str
+
+    @staticmethod
+    def _get_schema() -> str:
+        return f"{SCHEMA_BASE}#/$defs/MeshTableKindDatasetFacet"
+
+
+@attr.define
+class MeshRowsChangedOutputDatasetFacet(OutputDatasetFacet):
+    """What a keyed kind's ``MERGE`` did to the table's rows (custom facet); ``committed`` false: nothing
+    differed, no commit was made."""
+
+    inserted: int
+    updated: int
+    deleted: int
+    committed: bool
+
+    @staticmethod
+    def _get_schema() -> str:
+        return f"{SCHEMA_BASE}#/$defs/MeshRowsChangedOutputDatasetFacet"
+
+
 @dataclass
 class RunDescription:
     """Everything a product run's events say; filled in as the run goes."""
@@ -105,6 +134,11 @@ class RunDescription:
     """The partition window (start included, end excluded): the ``nominalTime`` facet."""
     version: int | None = None
     """The Delta version the run published."""
+    kind: tuple[str, str] | None = None
+    """The output's table kind: (name, description)."""
+    changes: dict[str, int] | None = None
+    """A keyed kind's rows inserted, updated and deleted; ``committed`` says whether it made a commit."""
+    committed: bool = True
     owner: str | None = None
     source: tuple[str, str] | None = None
     """(language, code) of the transformation."""
@@ -205,6 +239,8 @@ def _output_facets(d: RunDescription, state: str) -> dict[str, Any]:
         facets["dataQualityMetrics"] = std.quality_metrics(d.rows, d.null_counts)
     if d.version is not None and state == "COMPLETE":
         facets["version"] = std.dataset_version(d.version)
+    if d.kind is not None:
+        facets["mesh_tableKind"] = MeshTableKindDatasetFacet(name=d.kind[0], description=d.kind[1])
     return facets
 
 
@@ -221,6 +257,10 @@ def build_event(state: str, d: RunDescription, *, error: BaseException | None = 
     if d.rows is not None:
         out_facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
             rowCount=d.rows
+        )
+    if d.changes is not None and state == "COMPLETE":
+        out_facets["mesh_rowsChanged"] = MeshRowsChangedOutputDatasetFacet(
+            **{k: d.changes.get(k, 0) for k in ("inserted", "updated", "deleted")}, committed=d.committed
         )
     outputs = []
     if d.output_location is not None:

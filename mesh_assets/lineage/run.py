@@ -62,6 +62,7 @@ class ProductLineage:
             d.rows = result.rows
             d.schema = [(f.name, f.dataType.simpleString()) for f in result.schema.fields]
             d.version = result.version
+            d.changes, d.committed = (dict(result.changes) or None), result.committed
             d.null_counts = null_counts(outcomes)
         d.columns = reads.columns
 
@@ -110,6 +111,7 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
         partitions = (node.table.grain.name, rng.start, rng.end, list(context.partition_keys))
         span = window(node.table.grain, rng.start, rng.end)
     source, source_file = source_of(node)
+    kind = node.table.table_kind
     names = {normalize(registry.location(r.table.domain, r.table.name)): r.table.ref for r in node.reads}
     return RunDescription(
         domain=node.domain,
@@ -122,6 +124,7 @@ def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: No
         partitions=partitions,
         engine_version=spark_version(),
         window=span,
+        kind=(kind.name, kind.describe()),
         owner=node.table.owner,
         source=source,
         source_file=source_file,

@@ -142,6 +142,9 @@ def test_a_merge_model_upserts_by_its_unique_key(world, kinds_project):
         ]
         assert complete["job"]["name"] == "growth.restaurant_latest"
         assert complete["outputs"][0]["facets"]["version"]["datasetVersion"] == str(created + 1)
+        assert complete["outputs"][0]["facets"]["mesh_tableKind"]["description"] == "merge on restaurant_id"
+        changed = complete["outputs"][0]["outputFacets"]["mesh_rowsChanged"]
+        assert (changed["updated"], changed["inserted"], changed["committed"]) == (len(on_day_2) - 1, 1, True)
 
         rerun = run(world, kinds_project, LATEST, "2021-06-02")
         assert version(world, LATEST) == created + 1, "the same input again: no new commit"

@@ -192,9 +192,11 @@ def test_a_facet_where_the_spec_does_not_allow_it_is_refused():
 def test_mesh_facets_follow_the_schema_their_urls_name():
     """Mesh's own facets point consumers at docs/lineage-facets.json; what they carry is what it defines."""
     schema = json.loads((ROOT / "docs" / "lineage-facets.json").read_text())
-    facets = Serde.to_dict(build_event("COMPLETE", sql_run()))["run"]["facets"]
-    for name in ("mesh_partitions", "mesh_undeclaredReads"):
-        facet = facets[name]
+    event = Serde.to_dict(build_event("COMPLETE", sql_run()))
+    facets, [output] = event["run"]["facets"], event["outputs"]
+    found = {**facets, **output["facets"], **output["outputFacets"]}
+    for name in ("mesh_partitions", "mesh_undeclaredReads", "mesh_tableKind", "mesh_rowsChanged"):
+        facet = found[name]
         url, _, pointer = facet["_schemaURL"].partition("#/$defs/")
         assert url == schema["$id"]
         jsonschema.validate(facet, {**schema, "$ref": f"#/$defs/{pointer}"})
