@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from mesh_assets.graph.queries import query_columns
 from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
+from mesh_assets.model.access import Grant
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.kinds import Kind, default_kind
@@ -127,6 +128,10 @@ class Table:
     spec: Output | ExternalTable | None = field(default=None, compare=False)
     tool_kind: Kind | None = None
     """The kind of a table another tool writes (a dbt model's strategy); a product's is its output's."""
+    restricted_from: Classification = Classification.L2
+    """Its domain's threshold: classified at or above it, other domains read the table only by grant."""
+    grants: tuple[Grant, ...] = ()
+    """Its domain's grants, then its own (see :mod:`mesh_assets.model.access`)."""
 
     @property
     def ref(self) -> str:
@@ -139,6 +144,11 @@ class Table:
         if isinstance(self.spec, Output):
             return self.spec.table_kind
         return self.tool_kind or default_kind(self.grain)
+
+    @property
+    def restricted(self) -> bool:
+        """Whether another domain reads it only by grant (see :mod:`mesh_assets.graph.access`)."""
+        return self.classification.at_least(self.restricted_from)
 
     @property
     def shows_values(self) -> bool:
@@ -234,6 +244,8 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         version=spec.version if isinstance(spec, Output) else 1,
         revision=owner.revision,
         spec=spec,
+        restricted_from=owner.restricted_from,
+        grants=owner.grants + (spec.grants if isinstance(spec, Output) else ()),
         **computed,  # type: ignore[arg-type]
     )
 
@@ -254,6 +266,8 @@ class Owner:
     sunset: date | None = None
     revision: str | None = None
     end_date: date | None = None
+    restricted_from: Classification = Classification.L2
+    grants: tuple[Grant, ...] = ()
 
     @classmethod
     def of(cls, product: DataProduct, revision: str | None = None) -> Owner:
@@ -270,6 +284,8 @@ class Owner:
             product.sunset,
             revision,
             product.end_date,
+            product.restricted_from,
+            product.grants,
         )
 
 
