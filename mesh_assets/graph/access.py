@@ -8,10 +8,38 @@ reader, fails the run before anything is published) and the docs.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Protocol
+
 from mesh_assets.graph.defaults import DEFAULTS_FILE
-from mesh_assets.graph.resolve import Table
 from mesh_assets.model.access import Grant
 from mesh_assets.model.errors import relative
+from mesh_assets.model.lifecycle import Classification
+from mesh_assets.model.product import Column
+
+
+class Table(Protocol):
+    """What these rules read of a resolved table (:class:`mesh_assets.graph.resolve.Table`, which asks them of
+    every product as it resolves)."""
+
+    @property
+    def domain(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def ref(self) -> str: ...
+    @property
+    def restricted(self) -> bool: ...
+    @property
+    def classification(self) -> Classification: ...
+    @property
+    def restricted_from(self) -> Classification: ...
+    @property
+    def grants(self) -> tuple[Grant, ...]: ...
+    @property
+    def contract(self) -> tuple[Column, ...] | None: ...
+    @property
+    def source_file(self) -> Path | None: ...
 
 
 def grant_of(domain: str, product: str, table: Table) -> Grant | None:

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mesh_assets.graph import access
 from mesh_assets.graph.queries import query_columns
 from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
 from mesh_assets.model.access import Grant
@@ -203,6 +204,9 @@ class Node:
     reads: tuple[Read, ...]
     sql: str | None
     """A SQL product's query, read once; None for a PySpark product."""
+    withheld: tuple[str, ...] = ()
+    """``<domain>.<table>`` of the other domains' tables this product may not read undeclared: restricted and not
+    granted to it, or with ``pii`` columns masked for it (see :mod:`mesh_assets.graph.access`)."""
 
     @property
     def output(self) -> Output:
@@ -348,7 +352,9 @@ class MeshGraph:
             else:
                 self.tables[key] = table
         self.nodes: dict[tuple[str, str], Node] = {}
+        guarded = [t for t in self.tables.values() if t.restricted or any(c.pii for c in t.contract or ())]
         for product in products:
+            withheld = tuple(t.ref for t in guarded if access.withheld(product.domain, product.name, t))
             for t in product.transformations:
                 key = (product.domain, t.output.name)
                 if self.tables[key].spec is not t.output:
@@ -359,7 +365,7 @@ class MeshGraph:
                     if (upstream := self.tables.get(inp.target(product.domain))) is not None
                 )
                 sql = sql_text(t, product) if isinstance(t, SqlTransformation) else None
-                self.nodes[key] = Node(product, t, self.tables[key], reads, sql)
+                self.nodes[key] = Node(product, t, self.tables[key], reads, sql, withheld)
 
     def get(self, domain: str, table: str) -> Table | None:
         return self.tables.get((domain, table))
