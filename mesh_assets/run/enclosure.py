@@ -32,8 +32,12 @@ from mesh_assets.lineage.plan import leaf_paths, normalize, seq
 from mesh_assets.model.errors import Refused
 from mesh_assets.storage.tables import TableRegistry
 
-READ_ONLY = {"CreateViewCommand", "SetCommand", "ResetCommand", "ShowTables", "ShowTablesCommand", "DescribeRelation"}
-"""Commands a transformation may run: a temporary view (checked below), settings, listings."""
+READ_ONLY = {
+    *("CreateViewCommand", "SetCommand", "ResetCommand", "ShowTables", "ShowTablesCommand", "ShowColumns"),
+    *("DescribeRelation", "DescribeColumn", "DescribeTableCommand", "ExplainCommand", "ShowNamespaces"),
+    *("CacheTableCommand", "UncacheTableCommand", "ClearCacheCommand", "CacheTable", "UncacheTable", "ClearCache"),
+}
+"""Commands a transformation may run: a temporary view (checked below), settings, listings, Spark's cache."""
 SLACK_MS = 1000
 """How far before the transformation's start a file's time may fall and still be its write (a file system's
 clock granularity)."""

@@ -136,3 +136,11 @@ def test_an_ungranted_input_is_refused_at_validation_naming_the_grant_to_add(tmp
     assert (error.file, error.line, error.field) == ("domains/hc/pay.py", 5, "tables.0.inputs.pay")
     assert "ha.salaries is classified l2" in error.message and "hc/pay may read it only by ha's grant" in error.message
     assert "'grants: [{to: hc}]'" in error.message and "domains/ha/domain.yaml" in error.message
+
+
+def test_a_table_collected_inside_the_function_is_seen_too(spark, world):
+    mesh = world[0]
+    result = _run(world, "hb", "launder")
+    assert not result.success
+    assert "hb.launder read ha.salaries without declaring it" in _failure(result)
+    assert not Path(mesh.registry.location("hb", "launder")).exists()
