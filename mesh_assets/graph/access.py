@@ -40,6 +40,8 @@ class Table(Protocol):
     def contract(self) -> tuple[Column, ...] | None: ...
     @property
     def source_file(self) -> Path | None: ...
+    @property
+    def published(self) -> bool: ...
 
 
 def grant_of(domain: str, product: str, table: Table) -> Grant | None:
@@ -62,10 +64,17 @@ def masks(domain: str, product: str, table: Table) -> dict[str, str]:
     return {c.name: c.mask for c in table.contract if c.pii and c.name not in clear}
 
 
+def guarded(table: Table) -> bool:
+    """Whether some domain may not read ``table`` undeclared: it is internal, restricted or has ``pii`` columns."""
+    return not table.published or table.restricted or any(c.pii for c in table.contract or ())
+
+
 def withheld(domain: str, product: str, table: Table) -> bool:
     """Whether reading ``table`` without declaring it would give ``domain``'s ``product`` what it may not see:
-    an ungranted restricted table, or ``pii`` columns unmasked."""
-    return not may_read(domain, product, table) or bool(masks(domain, product, table))
+    another domain's internal table, an ungranted restricted one, or ``pii`` columns unmasked."""
+    if domain == table.domain:
+        return False
+    return not table.published or not may_read(domain, product, table) or bool(masks(domain, product, table))
 
 
 def grant_refusal(domain: str, product: str, table: Table) -> str | None:

@@ -143,7 +143,7 @@ def table_json(table: Table) -> dict[str, Any]:
 
 def _domain_grants(table: Table) -> tuple[Grant, ...]:
     """The grants ``table`` takes from its product (its own, last, are in its spec)."""
-    own = len(table.spec.grants) if isinstance(table.spec, Output) else 0
+    own = len(table.spec.grants) if table.spec is not None else 0
     return table.grants[: len(table.grants) - own]
 
 

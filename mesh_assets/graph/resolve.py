@@ -204,9 +204,15 @@ class Node:
     reads: tuple[Read, ...]
     sql: str | None
     """A SQL product's query, read once; None for a PySpark product."""
-    withheld: tuple[str, ...] = ()
-    """``<domain>.<table>`` of the other domains' tables this product may not read undeclared: restricted and not
-    granted to it, or with ``pii`` columns masked for it (see :mod:`mesh_assets.graph.access`)."""
+    guarded: tuple[Table, ...] = field(default=(), repr=False, compare=False)
+    """The mesh's tables that some domain may not read undeclared (one tuple shared by every node)."""
+
+    @property
+    def withheld(self) -> tuple[str, ...]:
+        """``<domain>.<table>`` of the other domains' tables this product may not read undeclared: internal to
+        their domain, restricted and not granted to it, or with ``pii`` columns masked for it (see
+        :mod:`mesh_assets.graph.access`)."""
+        return tuple(t.ref for t in self.guarded if access.withheld(self.domain, self.product.name, t))
 
     @property
     def output(self) -> Output:
@@ -249,7 +255,7 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         revision=owner.revision,
         spec=spec,
         restricted_from=owner.restricted_from,
-        grants=owner.grants + (spec.grants if isinstance(spec, Output) else ()),
+        grants=owner.grants + spec.grants,
         **computed,  # type: ignore[arg-type]
     )
 
@@ -352,9 +358,8 @@ class MeshGraph:
             else:
                 self.tables[key] = table
         self.nodes: dict[tuple[str, str], Node] = {}
-        guarded = [t for t in self.tables.values() if t.restricted or any(c.pii for c in t.contract or ())]
+        guarded = tuple(t for t in self.tables.values() if access.guarded(t))
         for product in products:
-            withheld = tuple(t.ref for t in guarded if access.withheld(product.domain, product.name, t))
             for t in product.transformations:
                 key = (product.domain, t.output.name)
                 if self.tables[key].spec is not t.output:
@@ -365,7 +370,7 @@ class MeshGraph:
                     if (upstream := self.tables.get(inp.target(product.domain))) is not None
                 )
                 sql = sql_text(t, product) if isinstance(t, SqlTransformation) else None
-                self.nodes[key] = Node(product, t, self.tables[key], reads, sql, withheld)
+                self.nodes[key] = Node(product, t, self.tables[key], reads, sql, guarded)
 
     def get(self, domain: str, table: str) -> Table | None:
         return self.tables.get((domain, table))

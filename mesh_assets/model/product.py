@@ -242,6 +242,8 @@ class ExternalTable(Strict):
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
+    grants: tuple[Grant, ...] = ()
+    """Readers in other domains granted this table beyond its domain's grants (see :mod:`~mesh_assets.model.access`)."""
     line: SkipJsonSchema[int | None] = None
 
     @property

@@ -72,9 +72,9 @@ def withheld_refusal(names: list[str] | tuple[str, ...], node: Node, withheld: t
     if not found:
         return None
     return WithheldRead(
-        description=f"{node.table.ref} read {', '.join(found)} without declaring it: a table of another domain "
-        f"restricted or masked for {node.domain}/{node.product.name}, so nothing was published (declare it as an "
-        "input; its producer grants restricted tables)",
+        description=f"{node.table.ref} read {', '.join(found)} without declaring it: another domain's table that "
+        f"is internal, restricted or masked for {node.domain}/{node.product.name}, so nothing was published "
+        "(declare it as an input: its producer publishes it, and grants it when restricted)",
         metadata={"withheld_reads": found},
     )
 

@@ -85,7 +85,7 @@ def test_undeclared_read_of_an_ungranted_table_fails_before_anything_is_publishe
     result = _run(world, "hb", "peek")
     assert not result.success
     message = _failure(result)
-    assert "hb.peek read ha.salaries without declaring it" in message
+    assert "hb.peek read ha.salaries without declaring it: another domain's table" in message
     assert not Path(mesh.registry.location("hb", "peek")).exists()
 
 
@@ -144,3 +144,12 @@ def test_a_table_collected_inside_the_function_is_seen_too(spark, world):
     assert not result.success
     assert "hb.launder read ha.salaries without declaring it" in _failure(result)
     assert not Path(mesh.registry.location("hb", "launder")).exists()
+
+
+def test_a_granted_table_read_undeclared_by_path_would_skip_its_masks_and_is_refused(spark, world, monkeypatch):
+    mesh = world[0]
+    monkeypatch.setenv("ACCESS_STAFF_PATH", mesh.registry.location("ha", "staff"))
+    result = _run(world, "hb", "snoop")
+    assert not result.success
+    assert "hb.snoop read ha.staff without declaring it" in _failure(result)
+    assert not Path(mesh.registry.location("hb", "snoop")).exists()
