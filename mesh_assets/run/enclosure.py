@@ -35,6 +35,7 @@ from mesh_assets.storage.tables import TableRegistry
 READ_ONLY = {
     *("CreateViewCommand", "SetCommand", "ResetCommand", "ShowTables", "ShowTablesCommand", "ShowColumns"),
     *("DescribeRelation", "DescribeColumn", "DescribeTableCommand", "ExplainCommand", "ShowNamespaces"),
+    *("SetCatalogAndNamespace", "SetNamespaceCommand"),
     *("CacheTableCommand", "UncacheTableCommand", "ClearCacheCommand", "CacheTable", "UncacheTable", "ClearCache"),
 }
 """Commands a transformation may run: a temporary view (checked below), settings, listings, Spark's cache."""

@@ -153,3 +153,12 @@ def test_a_granted_table_read_undeclared_by_path_would_skip_its_masks_and_is_ref
     assert not result.success
     assert "hb.snoop read ha.staff without declaring it" in _failure(result)
     assert not Path(mesh.registry.location("hb", "snoop")).exists()
+
+
+def test_temporary_views_and_the_cache_are_not_writes(spark, world):
+    mesh = world[0]
+    assert _run(world, "hb", "tidy").success
+    assert sorted(r["id"] for r in spark.read.format("delta").load(mesh.registry.location("hb", "tidy")).collect()) == [
+        1,
+        2,
+    ]
