@@ -30,13 +30,14 @@ from mesh_assets.graph.resolve import (
     product_revision,
     tables_of,
 )
+from mesh_assets.model.access import Grant
 from mesh_assets.model.errors import SpecError, relative
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.kinds import KindSpec
 from mesh_assets.model.lifecycle import Classification, Status, Tier
 from mesh_assets.model.product import Contact, DataProduct, ExternalTable, Output
 
-FORMAT = 5
+FORMAT = 6
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ def table_json(table: Table) -> dict[str, Any]:
         "source_file": str(table.source_file) if table.source_file else None,
         "contacts": [c.model_dump() for c in table.contacts],
         "classification": table.classification,
+        "restricted_from": table.restricted_from,
+        "grants": [g.model_dump(mode="json") for g in _domain_grants(table)],
         "tier": table.tier,
         "status": table.status.value,
         "sunset": table.sunset.isoformat() if table.sunset else None,
@@ -136,6 +139,12 @@ def table_json(table: Table) -> dict[str, Any]:
         "declared": [asdict(d) for d in table.declared],
         "spec": table.spec.model_dump(mode="json", by_alias=True, exclude={"line"}),
     }
+
+
+def _domain_grants(table: Table) -> tuple[Grant, ...]:
+    """The grants ``table`` takes from its product (its own, last, are in its spec)."""
+    own = len(table.spec.grants) if table.spec is not None else 0
+    return table.grants[: len(table.grants) - own]
 
 
 def _tool_table_fields(table: Table) -> dict[str, Any]:
@@ -186,6 +195,8 @@ def table_from_json(data: dict[str, Any]) -> Table:
         date.fromisoformat(data["sunset"]) if data["sunset"] else None,
         data["revision"],
         date.fromisoformat(data["end_date"]) if data["end_date"] else None,
+        Classification(data["restricted_from"]),
+        tuple(Grant.model_validate(g) for g in data["grants"]),
     )
     computed: dict[str, object] = {}
     if model is Output:

@@ -17,8 +17,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mesh_assets.graph import access
 from mesh_assets.graph.queries import query_columns
 from mesh_assets.graph.revisions import code_version, revision, source_text, source_version, sql_text
+from mesh_assets.model.access import Grant
 from mesh_assets.model.checks import CheckSpec
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.kinds import Kind, default_kind
@@ -127,6 +129,10 @@ class Table:
     spec: Output | ExternalTable | None = field(default=None, compare=False)
     tool_kind: Kind | None = None
     """The kind of a table another tool writes (a dbt model's strategy); a product's is its output's."""
+    restricted_from: Classification = Classification.L2
+    """Its domain's threshold: classified at or above it, other domains read the table only by grant."""
+    grants: tuple[Grant, ...] = ()
+    """Its domain's grants, then its own (see :mod:`mesh_assets.model.access`)."""
 
     @property
     def ref(self) -> str:
@@ -139,6 +145,11 @@ class Table:
         if isinstance(self.spec, Output):
             return self.spec.table_kind
         return self.tool_kind or default_kind(self.grain)
+
+    @property
+    def restricted(self) -> bool:
+        """Whether another domain reads it only by grant (see :mod:`mesh_assets.graph.access`)."""
+        return self.classification.at_least(self.restricted_from)
 
     @property
     def shows_values(self) -> bool:
@@ -193,6 +204,15 @@ class Node:
     reads: tuple[Read, ...]
     sql: str | None
     """A SQL product's query, read once; None for a PySpark product."""
+    guarded: tuple[Table, ...] = field(default=(), repr=False, compare=False)
+    """The mesh's tables that some domain may not read undeclared (one tuple shared by every node)."""
+
+    @property
+    def withheld(self) -> tuple[str, ...]:
+        """``<domain>.<table>`` of the other domains' tables this product may not read undeclared: internal to
+        their domain, restricted and not granted to it, or with ``pii`` columns masked for it (see
+        :mod:`mesh_assets.graph.access`)."""
+        return tuple(t.ref for t in self.guarded if access.withheld(self.domain, self.product.name, t))
 
     @property
     def output(self) -> Output:
@@ -234,6 +254,8 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         version=spec.version if isinstance(spec, Output) else 1,
         revision=owner.revision,
         spec=spec,
+        restricted_from=owner.restricted_from,
+        grants=owner.grants + spec.grants,
         **computed,  # type: ignore[arg-type]
     )
 
@@ -254,6 +276,8 @@ class Owner:
     sunset: date | None = None
     revision: str | None = None
     end_date: date | None = None
+    restricted_from: Classification = Classification.L2
+    grants: tuple[Grant, ...] = ()
 
     @classmethod
     def of(cls, product: DataProduct, revision: str | None = None) -> Owner:
@@ -270,6 +294,8 @@ class Owner:
             product.sunset,
             revision,
             product.end_date,
+            product.restricted_from,
+            product.grants,
         )
 
 
@@ -332,6 +358,7 @@ class MeshGraph:
             else:
                 self.tables[key] = table
         self.nodes: dict[tuple[str, str], Node] = {}
+        guarded = tuple(t for t in self.tables.values() if access.guarded(t))
         for product in products:
             for t in product.transformations:
                 key = (product.domain, t.output.name)
@@ -343,7 +370,7 @@ class MeshGraph:
                     if (upstream := self.tables.get(inp.target(product.domain))) is not None
                 )
                 sql = sql_text(t, product) if isinstance(t, SqlTransformation) else None
-                self.nodes[key] = Node(product, t, self.tables[key], reads, sql)
+                self.nodes[key] = Node(product, t, self.tables[key], reads, sql, guarded)
 
     def get(self, domain: str, table: str) -> Table | None:
         return self.tables.get((domain, table))

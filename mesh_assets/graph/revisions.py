@@ -18,7 +18,11 @@ import ast
 import hashlib
 import inspect
 import textwrap
+from typing import Any
 
+from pydantic import BaseModel
+
+from mesh_assets.model.lifecycle import Classification
 from mesh_assets.model.product import DataProduct, PySparkTransformation, SqlTransformation
 
 Transformation = PySparkTransformation | SqlTransformation
@@ -63,9 +67,37 @@ def source_version(source: str) -> str:
     return _hash(source)
 
 
+ACCESS_DEFAULTS = {"grants": (), "restricted_from": Classification.L2}
+"""Who may read a table: declared, part of its product's revision; left at these defaults, left out of it, so
+a product that declares none keeps the revision it had before they existed."""
+
+
+def _unset_access(model: BaseModel) -> dict[str, Any]:
+    """What ``model_dump_json`` leaves out of ``model`` (a product, output or external table): its access fields
+    at their defaults, and each contract column's ``pii`` and ``mask`` when it is not personal data."""
+    unset: dict[str, Any] = {k: True for k, v in ACCESS_DEFAULTS.items() if getattr(model, k, v) == v}
+    contract = getattr(model, "contract", None) or ()
+    plain = {i: {"pii": True, "mask": True} for i, column in enumerate(contract) if not column.pii}
+    if plain:
+        unset["contract"] = plain
+    return unset
+
+
 def code_version(transformation: Transformation, source: str) -> str:
-    """A short, stable hash of what computes ``transformation``'s rows, ``source`` being its SQL or function."""
-    output = transformation.output.model_dump_json(exclude={"description", "version", "status", "sunset", "zorder"})
+    """A short, stable hash of what computes ``transformation``'s rows, ``source`` being its SQL or function;
+    who may read them (grants, ``pii`` masks) is not part of it."""
+    contract = transformation.output.contract or ()
+    output = transformation.output.model_dump_json(
+        exclude={
+            "description": True,
+            "version": True,
+            "status": True,
+            "sunset": True,
+            "zorder": True,
+            "grants": True,
+            "contract": {i: {"pii": True, "mask": True} for i in range(len(contract))},
+        }
+    )
     inputs = [f"{name}={inp.model_dump_json(exclude={'line'})}" for name, inp in sorted(transformation.inputs.items())]
     return _hash(output, *inputs, source)
 
@@ -73,7 +105,12 @@ def code_version(transformation: Transformation, source: str) -> str:
 def revision(product: DataProduct, code_versions: list[str]) -> str:
     """The product's revision: its own fields and its tables' code versions (``code_versions``, one per
     transformation in order) and external tables' declarations."""
-    fields = product.model_dump_json(exclude={"transformations", "external", "source_file", "line", "description"})
+    fields = product.model_dump_json(
+        exclude={k: True for k in ("transformations", "external", "source_file", "line", "description")}
+        | _unset_access(product)
+    )
     lifecycle = [t.output.model_dump_json(include={"version", "status", "sunset"}) for t in product.transformations]
-    external = [e.model_dump_json(exclude={"line", "description"}) for e in product.external]
+    external = [
+        e.model_dump_json(exclude={"line": True, "description": True} | _unset_access(e)) for e in product.external
+    ]
     return _hash(fields, *code_versions, *lifecycle, *external)

@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Iterable
 from pathlib import Path
 
+from mesh_assets.graph.access import grant_refusal
 from mesh_assets.graph.discovery import DomainSpecs
 from mesh_assets.graph.readers import read_refusal
 from mesh_assets.graph.resolve import DeclaredInput, MeshGraph, Table, TableKind
@@ -70,6 +71,8 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             )
         if (refused := read_refusal(table, info, graph)) is not None:
             err(inp, "", refused)
+        if info.published and (ungranted := grant_refusal(table.domain, table.product, info)) is not None:
+            err(inp, "", ungranted)
         if inp.window == "changes" and (problem := _change_feed_refusal(table, info)) is not None:
             err(inp, ".window", problem)
         whole = inp.window in ("all", "changes")
@@ -120,6 +123,8 @@ def _check_tool_reads(table: Table, graph: MeshGraph) -> list[SpecError]:
             problem = "an unknown table"
         elif domain != table.domain and not info.published:
             problem = f"which is internal to domain {domain}; only published tables may be read by other domains"
+        elif (ungranted := grant_refusal(table.domain, table.product, info)) is not None:
+            problem = f"which it may not: {ungranted}"
         else:
             continue
         file = relative(table.source_file)

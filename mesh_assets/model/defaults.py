@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import Field
 
+from mesh_assets.model.access import Grant
 from mesh_assets.model.lifecycle import Classification, Tier
 from mesh_assets.model.product import OWNER_PATTERN, Contact, Strict
 
-INHERITED = ("owner", "contacts", "tier", "classification", "start_date", "end_date")
+INHERITED = ("owner", "contacts", "tier", "classification", "start_date", "end_date", "restricted_from", "grants")
 """The product fields a domain may set for all its products."""
 
 
@@ -33,6 +34,11 @@ class DomainDefaults(Strict):
     end_date: date | None = None
     """The first day with no partitions (excluded, as Dagster's ``end_date``) of the domain's tables, dbt models
     included: a domain whose data is a fixed history (the example's June 2021) lists only those days."""
+
+    restricted_from: Classification | None = None
+    """The classification from which other domains read the domain's published tables only by grant (``l2``)."""
+    grants: tuple[Grant, ...] | None = None
+    """Who in other domains may read the domain's restricted tables (see :mod:`mesh_assets.model.access`)."""
 
     def under(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """A product's ``fields`` with every default it does not set itself (a field set to null is not set)."""

@@ -66,6 +66,10 @@ class Classification(enum.StrEnum):
         """Whether row values may appear in check samples and errors (else counts and column names only)."""
         return self is Classification.L0
 
+    def at_least(self, other: Classification) -> bool:
+        """Whether this classification is ``other`` or more sensitive."""
+        return int(self.value[1:]) >= int(other.value[1:])
+
     @property
     def publishable(self) -> bool:
         """Whether a table may be published to other domains: restricted rows stay inside their domain."""

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from mesh_assets.model.access import Grant
 from mesh_assets.model.checks import CheckSpec, Freshness, SchemaContract, Valid
 from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.kinds import Full, Kind, KindSpec, Partitions, default_kind
@@ -46,6 +47,10 @@ class Column(Strict):
     name: Identifier
     type: str = Field(min_length=1)
     nullable: bool = True
+    pii: bool = False
+    """Personal data: readers outside the producer's domain see it masked unless their grant clears it."""
+    mask: Literal["hash", "null"] = "hash"
+    """How a ``pii`` column is masked: its SHA-256 as hex (joins still match), or null."""
 
 
 class Input(Strict):
@@ -106,6 +111,8 @@ class Output(Strict):
     status: Status | None = None
     """This version's own status (default: its product's)."""
     sunset: date | None = None
+    grants: tuple[Grant, ...] = ()
+    """Readers in other domains granted this table beyond its domain's grants (see :mod:`~mesh_assets.model.access`)."""
     zorder: tuple[Identifier, ...] = ()
     """Columns compaction clusters each partition's files by (Delta's Z-order), for reads that filter on them."""
 
@@ -235,6 +242,8 @@ class ExternalTable(Strict):
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
+    grants: tuple[Grant, ...] = ()
+    """Readers in other domains granted this table beyond its domain's grants (see :mod:`~mesh_assets.model.access`)."""
     line: SkipJsonSchema[int | None] = None
 
     @property
@@ -260,6 +269,10 @@ class DataProduct(Strict):
     owner: str = Field(pattern=OWNER_PATTERN)
     tier: Tier = Tier.T3
     classification: Classification = Classification.L1
+    restricted_from: Classification = Classification.L2
+    """The classification from which another domain reads a published table only by grant."""
+    grants: tuple[Grant, ...] = ()
+    """Who in other domains may read its tables classified ``restricted_from`` or above (the domain's grants)."""
     status: Status = Status.ACTIVE
     sunset: date | None = None
     """The day a ``deprecated`` product's readers must have moved by; required exactly when deprecated."""

@@ -19,6 +19,7 @@ from mesh_assets.lineage.capture import observed_reads
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.compute import compute, feed_versions, input_versions
+from mesh_assets.run.enclosure import withheld_refusal
 from mesh_assets.run.outcome import RunOutcome
 from mesh_assets.run.publish import publish
 from mesh_assets.run.staging import recomputable
@@ -39,6 +40,8 @@ class RunPlan:
     undeclared_reads: UndeclaredReads = "warn"
     blocked: dict[str | None, list[str]] = field(default_factory=dict)
     """Partitions not computed, each with why (an input partition not published or not checked)."""
+    withheld: tuple[str, ...] = ()
+    """Other domains' tables the product may not read undeclared (:attr:`~mesh_assets.graph.resolve.Node.withheld`)."""
 
     def to_json(self) -> dict[str, Any]:
         part = self.part
@@ -49,6 +52,7 @@ class RunPlan:
             "schema": [self.schema.policy, self.schema.rebuild, list(self.schema.consumers)],
             "undeclared_reads": self.undeclared_reads,
             "blocked": [[partition, why] for partition, why in self.blocked.items()],
+            "withheld": list(self.withheld),
         }
 
     @classmethod
@@ -65,6 +69,7 @@ class RunPlan:
             SchemaRule(policy, rebuild, tuple(consumers)),
             data["undeclared_reads"],
             {partition: why for partition, why in data["blocked"]},
+            tuple(data["withheld"]),
         )
 
 
@@ -74,8 +79,10 @@ def run_body(
     """Compute the plan's runnable partitions, every input at its version when the run started, then stage, audit
     and publish them in one commit."""
     versions = input_versions(registry, node)
-    rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id, versions)
+    rows = compute(spark, registry, node, plan.part, plan.runnable, log, plan.run_id, versions, plan.withheld)
     reads = observed_reads(rows, node, registry, log, plan.undeclared_reads)
+    if (refused := withheld_refusal(reads.undeclared_names, node, plan.withheld)) is not None:
+        raise refused
     part, blocked = plan.part, plan.blocked
     pinned = [registry.location(*table) for table in versions]
     done = publish(

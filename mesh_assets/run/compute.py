@@ -17,12 +17,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mesh_assets.engine.session import is_connect
+from mesh_assets.graph import access
 from mesh_assets.graph.queries import bind_parameters, rewrite_tables, view_name
 from mesh_assets.graph.resolve import Node, Read
 from mesh_assets.model.errors import Refused
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import PySparkTransformation
 from mesh_assets.run.context import ProductContext
+from mesh_assets.run.enclosure import enclosed, masked
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
@@ -114,6 +116,12 @@ def read_window(
     return df.where(col.between(F.lit(rng.literal(rng.start)), F.lit(rng.literal(rng.end))))
 
 
+def _masked(df: DataFrame | None, node: Node, read: Read) -> DataFrame | None:
+    """``read``'s rows as ``node``'s product may see them: ``pii`` columns masked unless its grant clears them."""
+    masks = access.masks(node.domain, node.product.name, read.table)
+    return masked(df, masks) if df is not None and masks else df
+
+
 def _with_partition_column(df: DataFrame, column: str, part: PartitionRange, fill: bool) -> DataFrame:
     spark_type = part.grain.spark_type
     if column in df.columns:
@@ -131,20 +139,28 @@ def transform(
     log: logging.Logger,
     run_id: str,
     versions: Versions,
+    withheld: tuple[str, ...] = (),
 ) -> DataFrame:
-    """The node's output for ``part`` (one partition, or the range when range-aware), its inputs at ``versions``."""
+    """The node's output for ``part`` (one partition, or the range when range-aware), its inputs at ``versions``
+    (another domain's masked for this product), a PySpark function run inside the enclosure
+    (:mod:`mesh_assets.run.enclosure`; ``withheld``: the tables it may not read undeclared)."""
     t = node.transformation
     frames = {
-        read.name: read_changes(spark, registry, node, read, versions)
-        if read.input.window.kind == "changes"
-        else read_window(spark, registry, read, part, versions)
+        read.name: _masked(
+            read_changes(spark, registry, node, read, versions)
+            if read.input.window.kind == "changes"
+            else read_window(spark, registry, read, part, versions),
+            node,
+            read,
+        )
         for read in node.reads
     }
     if isinstance(t, PySparkTransformation):
         kwargs: dict[str, Any] = dict(frames)
         if "context" in inspect.signature(t.fn).parameters:
             kwargs["context"] = ProductContext(spark, part, log, run_id)
-        df = t.fn(**kwargs)
+        with enclosed(spark, node, registry, withheld):
+            df = t.fn(**kwargs)
         if not isinstance(df, DataFrame):
             raise Refused(f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")
     else:
@@ -176,10 +192,11 @@ def compute(
     log: logging.Logger,
     run_id: str,
     versions: Versions,
+    withheld: tuple[str, ...] = (),
 ) -> DataFrame:
     """The rows of every runnable partition: one lazy plan per partition, unioned (a range-aware
     transformation gets the whole range at once), every input read at its version in ``versions``."""
     if part is None or node.transformation.range_aware:
-        return transform(spark, registry, node, part, log, run_id, versions)
-    plans = [transform(spark, registry, node, p, log, run_id, versions) for p in runnable]
+        return transform(spark, registry, node, part, log, run_id, versions, withheld)
+    plans = [transform(spark, registry, node, p, log, run_id, versions, withheld) for p in runnable]
     return reduce(lambda a, b: a.unionByName(b), plans)

@@ -104,6 +104,7 @@ def _run(
         SchemaRule(node.output.schema_policy, rebuild, consumers),
         settings.lineage.undeclared_reads_for(node.domain),
         blocked,
+        node.withheld,
     )
     if engine_mode(node, settings) is EngineMode.SUBMIT:
         from mesh_assets.run.submit import launch
