@@ -31,6 +31,7 @@ import dagster as dg
 
 from mesh_assets.automation.ready import inputs_ready_elsewhere
 from mesh_assets.graph.resolve import Node
+from mesh_assets.run.readiness import Watermark
 
 AC = dg.AutomationCondition
 Keys = tuple[dg.AssetKey, ...] | None
@@ -135,12 +136,13 @@ def _condition(*shape: object) -> dg.AutomationCondition:
     return reduce(operator.and_, parts).with_label(label)
 
 
-def output_condition(node: Node) -> dg.AutomationCondition | None:
+def output_condition(node: Node, watermark: Watermark | None = None) -> dg.AutomationCondition | None:
     """The condition of one output; None for an output without inputs (nothing to react to) and for a draft or
     retired one (materialized by hand only).
 
     Inputs in other code locations are also judged by the run's readiness rule, last, on the partitions
     everything before let through (:mod:`mesh_assets.automation.ready`): there their checks are not in the graph.
+    So are inputs read whole whose age is limited (``watermark`` reads their watermark columns).
     """
     if not node.reads or not node.table.status.automated:
         return None
@@ -153,7 +155,7 @@ def output_condition(node: Node) -> dg.AutomationCondition | None:
         _subset(whole, inputs),
         _subset(quality, inputs),
     )
-    elsewhere = inputs_ready_elsewhere(node)
+    elsewhere = inputs_ready_elsewhere(node, watermark)
     if elsewhere is None:
         return _condition(*shape)
     parts, label = _parts(*shape)
