@@ -1,6 +1,7 @@
 """Freshness of tables read whole: a dimension older than its input allows, or whose watermark column has not
 reached the partition computed, refuses the consumer's run (naming the table, its age or watermark and the
-limit) and holds back its automation; a fresh one runs."""
+limit) and holds back its automation; a fresh one runs. Retries: a transient failure is retried by the
+product's policy, a refusal never."""
 
 from __future__ import annotations
 
@@ -129,3 +130,26 @@ def test_automation_holds_back_a_consumer_of_a_stale_or_behind_dimension_until_i
     later = dg.evaluate_automation_conditions(defs=menus.defs, instance=menus.instance, cursor=held.cursor)
 
     assert "2021-06-02" in later.get_requested_partitions(NAMED)  # requested once the watermark reached the day
+
+
+def events_of(result, kind: str) -> list:
+    return [e for e in result.all_events if e.event_type_value == kind]
+
+
+def test_a_transient_failure_is_retried_and_a_refusal_is_not(menus, tmp_path, monkeypatch: pytest.MonkeyPatch):
+    flaky = dg.AssetKey(["fresh", "flaky_orders"])
+    monkeypatch.setenv("MESH_TEST_FLAKY", str(tmp_path))  # each day fails once, then succeeds
+
+    retried = menus.run(flaky, "2021-06-01")
+
+    assert retried.success
+    assert len(events_of(retried, "STEP_UP_FOR_RETRY")) == 1  # the policy (retries: count 2) ran it again
+    assert (tmp_path / "2021-06-01").exists()  # the first attempt failed with its transient error
+    assert menus.rows("flaky_orders", "2021-06-01") == 3
+
+    refused = menus.run(flaky, "2021-06-03")  # orders of 2021-06-03 never landed: not ready
+
+    assert not refused.success
+    assert "fresh.orders 2021-06-03 (not landed)" in failure(refused)
+    assert events_of(refused, "STEP_UP_FOR_RETRY") == []  # a refusal is final: no retry
+    assert not (tmp_path / "2021-06-03").exists()  # the product's code never ran
