@@ -196,11 +196,14 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
     """Every table that loads; then the errors of a domain whose specs fail, which is not listed in full (exit 1;
     with ``--json``, the errors go to stderr)."""
+    from mesh_assets.automation.pause import paused_products
     from mesh_assets.cli.listing import print_listing
 
     entries = mesh_catalog()
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
-    print_listing(graph, args, console)
+    with persistent_instance() as instance:
+        paused = frozenset(paused_products(instance, {(t.domain, t.product) for t in graph.tables.values()}))
+    print_listing(graph, args, console, paused)
     failing = report_failing_domains(entries, graph, Console(stderr=True) if getattr(args, "json", False) else console)
     return 1 if failing else 0
 

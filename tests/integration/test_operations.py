@@ -1,7 +1,9 @@
-"""Freshness of tables read whole: a dimension older than its input allows, or whose watermark column has not
-reached the partition computed, refuses the consumer's run (naming the table, its age or watermark and the
-limit) and holds back its automation; a fresh one runs. Retries: a transient failure is retried by the
-product's policy, a refusal never."""
+"""Operating Mesh: freshness of tables read whole, retries and pause.
+
+A dimension older than its input allows, or whose watermark column has not reached the partition computed,
+refuses the consumer's run (naming the table, its age or watermark and the limit) and holds back its
+automation; a fresh one runs. A transient failure is retried by the product's policy, a refusal never. A paused
+product's automation requests nothing, nor its consumers', until it is resumed."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ import pytest
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
+from mesh_assets.automation.pause import PAUSED_METADATA, set_paused
 from mesh_assets.settings import get_settings
 
 pytestmark = pytest.mark.spark
 
 DOMAINS = Path(__file__).resolve().parents[1] / "fixtures" / "freshness" / "domains"
 STRICT, NAMED = dg.AssetKey(["fresh", "orders_strict"]), dg.AssetKey(["fresh", "orders_named"])
+SUMMARY = dg.AssetKey(["fresh", "named_summary"])
 
 
 def failure(result) -> str:
@@ -153,3 +157,26 @@ def test_a_transient_failure_is_retried_and_a_refusal_is_not(menus, tmp_path, mo
     assert "fresh.orders 2021-06-03 (not landed)" in failure(refused)
     assert events_of(refused, "STEP_UP_FOR_RETRY") == []  # a refusal is final: no retry
     assert not (tmp_path / "2021-06-03").exists()  # the product's code never ran
+
+
+def test_a_paused_product_and_its_consumers_wait_and_catch_up_once_resumed(menus):
+    menus.land_menu(updated_on="2021-06-02")  # every day's watermark reached: only the pause holds
+    menus.observe()
+    first = dg.evaluate_automation_conditions(defs=menus.defs, instance=menus.instance)
+    set_paused(menus.instance, "fresh", "menus", [STRICT, NAMED], "source migration")
+    menus.land_orders("2021-06-01", "2021-06-02")
+    menus.observe()
+    assert menus.run(NAMED, "2021-06-01").success  # pausing holds automation, not a run launched by hand
+
+    held = dg.evaluate_automation_conditions(defs=menus.defs, instance=menus.instance, cursor=first.cursor)
+
+    assert held.get_requested_partitions(NAMED) == set()  # 2021-06-02 is due, but its product is paused
+    assert held.get_requested_partitions(SUMMARY) == set()  # so are its consumers: 2021-06-01 was published
+    shown = menus.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=NAMED), limit=1).records
+    assert "source migration" in shown[0].asset_observation.metadata[PAUSED_METADATA].value  # in the UI
+
+    set_paused(menus.instance, "fresh", "menus", [STRICT, NAMED], None)
+    resumed = dg.evaluate_automation_conditions(defs=menus.defs, instance=menus.instance, cursor=held.cursor)
+
+    assert resumed.get_requested_partitions(NAMED) == {"2021-06-02"}  # what became due while paused
+    assert resumed.get_requested_partitions(SUMMARY) == {"2021-06-01"}
