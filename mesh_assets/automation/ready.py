@@ -74,8 +74,9 @@ class InputsReadyElsewhere(dg.AutomationCondition):
 
 
 def limits_age(node: Node, read: Read) -> bool:
-    """Whether ``read`` may hold ``node`` back for its age or watermark (checked at run time for a whole read)."""
-    return bool(read.input.watermark or read.input.freshness_hours or node.product.input_freshness_hours)
+    """Whether ``read`` reads a table whole with a limit on its age or a watermark, which may hold ``node`` back."""
+    whole = read.input.window.whole or not read.table.grain.partitioned or not node.table.grain.partitioned
+    return whole and bool(read.input.watermark or read.input.freshness_hours or node.product.input_freshness_hours)
 
 
 def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
