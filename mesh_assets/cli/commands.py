@@ -201,8 +201,12 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
 
     entries = mesh_catalog()
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
-    with persistent_instance() as instance:
-        paused = frozenset(paused_products(instance, {(t.domain, t.product) for t in graph.tables.values()}))
+    try:
+        with persistent_instance() as instance:
+            paused = frozenset(paused_products(instance, {(t.domain, t.product) for t in graph.tables.values()}))
+    except Exception as exc:  # the listing comes from the files; only the pause state needs the instance
+        Console(stderr=True).print(f"warning: which products are paused is unknown ({type(exc).__name__})")
+        paused = frozenset()
     print_listing(graph, args, console, paused)
     failing = report_failing_domains(entries, graph, Console(stderr=True) if getattr(args, "json", False) else console)
     return 1 if failing else 0
