@@ -3,7 +3,8 @@ and of the outputs that read them, until ``mesh resume``.
 
 The state lives in the Dagster instance (its key-value storage), so the daemon's automation, every code server,
 the UI and the command line see the same thing. A paused product's outputs are never requested by automation;
-their consumers wait too, the evaluation naming the paused product and why. Manual runs and backfills still
+their consumers wait too (the condition ``product_and_inputs_not_paused`` is false, and the automation's log
+names the paused product and why). Manual runs and backfills still
 run: pausing is for automation. Resuming lets automation catch up: a partition whose input was published while
 paused is still due (its trigger waits until the partition is handled).
 """

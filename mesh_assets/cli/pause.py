@@ -18,9 +18,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "pause",
         help="stop automation of a product's tables (their consumers wait too) until `mesh resume`",
         description="Automation requests no run of the product's tables, nor of the tables that read them, until "
-        "`mesh resume`; the evaluation in the UI's Automation page names the paused product and the reason. Manual "
-        "runs and backfills still run. Kept in the Dagster instance, shown on each table in the UI and in `mesh "
-        "list`.",
+        "`mesh resume`: their condition product_and_inputs_not_paused is false in the UI's Automation page, and the "
+        "automation's log names the paused product and the reason. Manual runs and backfills still run. Kept in "
+        "the Dagster instance, shown on each table in the UI (mesh/paused) and in `mesh list`.",
     )
     pause.add_argument("product", help="<domain>/<product>")
     pause.add_argument("--reason", required=True, help="why (shown to the owners of every table held back)")
