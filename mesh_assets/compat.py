@@ -102,3 +102,14 @@ def end_typed_event_stream(context: dg.AssetExecutionContext) -> None:
     left in the session to yield (:mod:`mesh_assets.run.submit`). There is no public way to say so.
     """
     context.op_execution_context._step_execution_context._requires_typed_event_stream = False
+
+
+def kv_get(instance: dg.DagsterInstance, keys: set[str]) -> Mapping[str, str]:
+    """Values the instance keeps by key (its daemon cursor storage, shared by the daemon, code servers and the
+    command line); Dagster has no public key-value store. Missing keys are absent."""
+    return instance.daemon_cursor_storage.get_cursor_values(keys)
+
+
+def kv_set(instance: dg.DagsterInstance, pairs: Mapping[str, str]) -> None:
+    """Store ``pairs`` in the instance's key-value storage (see :func:`kv_get`)."""
+    instance.daemon_cursor_storage.set_cursor_values(pairs)

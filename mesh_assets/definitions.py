@@ -40,6 +40,7 @@ from mesh_assets.maintenance.jobs import build_maintain_job, build_restore_job
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.errors import SpecError, SpecValidationError, relative
 from mesh_assets.model.product import DataProduct
+from mesh_assets.run.readiness import Watermark, table_watermarks
 from mesh_assets.settings import AlertSettings, MeshSettings, get_settings
 from mesh_assets.storage.resource import MeshResource
 
@@ -109,7 +110,8 @@ def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitio
     nodes, external = graph.by_product.get((product.domain, product.name), ([], []))
     external = [t for t in external if t.key not in _PLAIN_KEYS.get()]
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
-        build_output_asset(n, output_condition(n), graph.consumers(n.domain, n.table.name)) for n in nodes
+        build_output_asset(n, output_condition(n, _WATERMARK.get()), graph.consumers(n.domain, n.table.name))
+        for n in nodes
     ]
     assets += [external_spec(product, t) for t in external]
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
@@ -117,6 +119,8 @@ def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitio
 
 
 _RESOLVING: ContextVar[MeshGraph | None] = ContextVar("mesh_resolving", default=None)
+_WATERMARK: ContextVar[Watermark | None] = ContextVar("mesh_watermark", default=None)
+"""How the domain being built reads a watermark column's maximum: from the settings' warehouse."""
 _PLAIN_KEYS: ContextVar[frozenset[dg.AssetKey]] = ContextVar("mesh_plain_keys", default=frozenset())
 """The keys the plain assets of the domain being built define: its products' components build under it too."""
 
@@ -211,12 +215,15 @@ def _domain_definitions(
     external = graph.external_of(domain)
     observed = [t for t in external if t not in written_by_plain_assets(external, plain)]
     token = _PLAIN_KEYS.set(frozenset(k for a in plain for k in a.keys))
+    warehouse = settings.warehouse_uri.rstrip("/")
+    reader = _WATERMARK.set(table_watermarks(lambda d, t: f"{warehouse}/{d}/{t}", settings.s3))
     try:
         parts = [_product_definitions(graph, p) for p in graph.products_of(domain) if not _from_component(p)]
         if any((folder / DEFS_FOLDER).glob("**/defs.yaml")):
             parts.append(_component_definitions(graph, folder))
     finally:
         _PLAIN_KEYS.reset(token)
+        _WATERMARK.reset(reader)
     tool_keys = [k for models in dbt for k in models.keys]
     parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=checks))
     nodes = graph.nodes_of(domain)

@@ -12,7 +12,7 @@ from mesh_assets.checks.results import check_specs
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.checks import VALID
 from mesh_assets.model.kinds import REPLAY, Replay
-from mesh_assets.model.product import PySparkTransformation
+from mesh_assets.model.product import PySparkTransformation, Retries
 from mesh_assets.storage.resource import MeshResource
 
 
@@ -40,6 +40,15 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
     )
 
 
+def retry_policy(retries: Retries | None) -> dg.RetryPolicy | None:
+    """Dagster's policy for a product's transient failures; Mesh's refusals fail with ``allow_retries=False``,
+    so a run refused for its inputs, a blocking check or bad rows is never retried."""
+    if retries is None or retries.count == 0:
+        return None
+    backoff = {"linear": dg.Backoff.LINEAR, "exponential": dg.Backoff.EXPONENTIAL}.get(retries.backoff)
+    return dg.RetryPolicy(max_retries=retries.count, delay=retries.delay_seconds or None, backoff=backoff)
+
+
 def build_output_asset(
     node: Node, automation_condition: dg.AutomationCondition | None = None, consumers: tuple[str, ...] = ()
 ) -> dg.AssetsDefinition:
@@ -55,6 +64,7 @@ def build_output_asset(
         partitions_def=part_def,
         backfill_policy=dg.BackfillPolicy.single_run() if part_def is not None else None,
         pool=table_pool(table.domain, table.name),
+        retry_policy=retry_policy(node.product.retries),
         required_resource_keys={RESOURCE_KEY},
         can_subset=True,
     )

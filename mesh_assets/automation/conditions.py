@@ -9,7 +9,9 @@ A partition is requested when
 - every blocking check of the input partitions it reads passed on their current data: a failed check, or one
   not yet run (an external table's check run still pending), holds it back (``ignore_quality`` inputs skip this);
 - the product's ``cron`` (if any) ticked since the partition was last handled: cron is the earliest start;
-- neither it nor an input is being written (``in_progress``).
+- neither it nor an input is being written (``in_progress``);
+- neither its product nor the product of a table it reads is paused (``mesh pause``,
+  :mod:`mesh_assets.automation.pause`).
 
 Historical partitions are requested too when an upstream re-publishes them, unless the product sets
 ``rerun_history: false`` (then only the latest time window). Inputs read whole (window ``all`` or an
@@ -29,8 +31,10 @@ from functools import cache, reduce
 
 import dagster as dg
 
+from mesh_assets.automation.pause import NotPaused
 from mesh_assets.automation.ready import inputs_ready_elsewhere
 from mesh_assets.graph.resolve import Node
+from mesh_assets.run.readiness import Watermark
 
 AC = dg.AutomationCondition
 Keys = tuple[dg.AssetKey, ...] | None
@@ -128,19 +132,13 @@ def _parts(
     return tuple(parts), label
 
 
-@cache
-def _condition(*shape: object) -> dg.AutomationCondition:
-    """The condition of one shape of output (see :func:`_parts`), shared by the outputs of that shape."""
-    parts, label = _parts(*shape)  # type: ignore[arg-type]
-    return reduce(operator.and_, parts).with_label(label)
-
-
-def output_condition(node: Node) -> dg.AutomationCondition | None:
+def output_condition(node: Node, watermark: Watermark | None = None) -> dg.AutomationCondition | None:
     """The condition of one output; None for an output without inputs (nothing to react to) and for a draft or
     retired one (materialized by hand only).
 
     Inputs in other code locations are also judged by the run's readiness rule, last, on the partitions
     everything before let through (:mod:`mesh_assets.automation.ready`): there their checks are not in the graph.
+    So are inputs read whole whose age is limited (``watermark`` reads their watermark columns).
     """
     if not node.reads or not node.table.status.automated:
         return None
@@ -153,8 +151,8 @@ def output_condition(node: Node) -> dg.AutomationCondition | None:
         _subset(whole, inputs),
         _subset(quality, inputs),
     )
-    elsewhere = inputs_ready_elsewhere(node)
-    if elsewhere is None:
-        return _condition(*shape)
+    elsewhere = inputs_ready_elsewhere(node, watermark)
     parts, label = _parts(*shape)
-    return reduce(operator.and_, [*parts, elsewhere]).with_label(label)
+    tail = [elsewhere] if elsewhere is not None else []
+    not_paused = NotPaused((node.domain, node.product.name), ((r.table.domain, r.table.product) for r in node.reads))
+    return reduce(operator.and_, [*parts, *tail, not_paused]).with_label(label)

@@ -69,6 +69,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                                 "product": node.product,
                                 "table": node.table.name,
                                 "param": read.name,
+                                "upstream": upstream,
                             }
                         )
     return flags
@@ -142,4 +143,27 @@ def evaluate_deadlines(
             alerts,
             log.warning,
         )
+        if flag["kind"] == "timed_out":
+            _tell_the_inputs_owner(flag, message, alerts)
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
+
+
+def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings) -> None:
+    """A timed-out input is the producer's to fix: its owners hear it on their own domain's channel too."""
+    upstream = flag["upstream"]
+    reader = f"{flag['product'].domain}.{flag['table']}"
+    send_or_warn(
+        Alert(
+            kind="input timed out for a reader",
+            domain=upstream.domain,
+            product=upstream.product,
+            table=upstream.name,
+            owner=upstream.owner,
+            channel=next((c.value for c in upstream.contacts if c.kind == "chat"), ""),
+            message=f"{message} (read by {reader})",
+            partitions=flag["missing"],
+            source=reader,
+        ),
+        alerts,
+        log.warning,
+    )

@@ -8,6 +8,10 @@ definition in a consumer's location would take the check's place in the UI), so 
 blocking check on a placeholder and would let a consumer through on a failed one. This condition asks the
 instance instead, with the run's own readiness rule (:mod:`mesh_assets.run.readiness`): automation requests
 exactly the partitions a run would accept.
+
+The same condition holds back a partition whose input read whole is older than allowed or behind its watermark
+(:mod:`mesh_assets.run.readiness`), wherever that input is defined: Dagster's conditions know nothing of a
+table's age. The partition waits and is requested on a later tick, once the input is published again.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import dagster as dg
 from mesh_assets.compat import automation_instance, subset_partition_keys, subset_without
 from mesh_assets.graph.resolve import Node, Read, Table, TableKind
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.run.readiness import unready
+from mesh_assets.run.readiness import Watermark, unready
 
 
 def in_other_location(node: Node, table: Table) -> bool:
@@ -30,10 +34,12 @@ class InputsReadyElsewhere(dg.AutomationCondition):
     """True for the partitions whose inputs from other code locations are published and passed their blocking
     checks on their current data (``ignore_quality`` inputs: published)."""
 
-    def __init__(self, node: Node, reads: tuple[Read, ...]) -> None:
+    def __init__(self, node: Node, reads: tuple[Read, ...], watermark: Watermark | None = None) -> None:
         self._grain = node.table.grain
         self._reads = [(read.input, read.table) for read in reads]
         self._tables = ", ".join(sorted({read.table.ref for read in reads}))
+        self._default_hours = node.product.input_freshness_hours
+        self._watermark = watermark
 
     @property
     def name(self) -> str:
@@ -41,7 +47,7 @@ class InputsReadyElsewhere(dg.AutomationCondition):
 
     @property
     def description(self) -> str:
-        return f"{self._tables} published and their blocking checks passed"
+        return f"{self._tables} published, their blocking checks passed and, read whole, fresh enough"
 
     @property
     def requires_cursor(self) -> bool:
@@ -56,11 +62,25 @@ class InputsReadyElsewhere(dg.AutomationCondition):
         if None not in keys:
             starts = sorted(self._grain.parse(k) for k in keys if k is not None)
             part = PartitionRange(self._grain, starts[0], starts[-1])
-        refused = set(unready(automation_instance(context), self._reads, part)) & keys
+        found = unready(
+            automation_instance(context),
+            self._reads,
+            part,
+            watermark=self._watermark,
+            default_hours=self._default_hours,
+        )
+        refused = set(found) & keys
         return dg.AutomationResult(context, subset_without(candidates, refused) if refused else candidates)
 
 
-def inputs_ready_elsewhere(node: Node) -> InputsReadyElsewhere | None:
-    """The condition over ``node``'s inputs from other code locations; None when it reads none."""
-    reads = tuple(read for read in node.reads if in_other_location(node, read.table))
-    return InputsReadyElsewhere(node, reads) if reads else None
+def limits_age(node: Node, read: Read) -> bool:
+    """Whether ``read`` reads a table whole with a limit on its age or a watermark, which may hold ``node`` back."""
+    whole = read.input.window.whole or not read.table.grain.partitioned or not node.table.grain.partitioned
+    return whole and bool(read.input.watermark or read.input.freshness_hours or node.product.input_freshness_hours)
+
+
+def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
+    """The condition over ``node``'s inputs from other code locations, and those whose age is limited; None when
+    it reads none. ``watermark`` reads a watermark column's maximum (from the deployment's warehouse)."""
+    reads = tuple(read for read in node.reads if in_other_location(node, read.table) or limits_age(node, read))
+    return InputsReadyElsewhere(node, reads, watermark) if reads else None

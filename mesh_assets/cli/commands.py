@@ -196,11 +196,18 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_list(args: argparse.Namespace, console: Console) -> int:
     """Every table that loads; then the errors of a domain whose specs fail, which is not listed in full (exit 1;
     with ``--json``, the errors go to stderr)."""
+    from mesh_assets.automation.pause import paused_products
     from mesh_assets.cli.listing import print_listing
 
     entries = mesh_catalog()
     graph = catalog_graph(entries, tool_tables(get_settings().domains_dir))
-    print_listing(graph, args, console)
+    try:
+        with persistent_instance() as instance:
+            paused = frozenset(paused_products(instance, {(t.domain, t.product) for t in graph.tables.values()}))
+    except Exception as exc:  # the listing comes from the files; only the pause state needs the instance
+        Console(stderr=True).print(f"warning: which products are paused is unknown ({type(exc).__name__})")
+        paused = frozenset()
+    print_listing(graph, args, console, paused)
     failing = report_failing_domains(entries, graph, Console(stderr=True) if getattr(args, "json", False) else console)
     return 1 if failing else 0
 

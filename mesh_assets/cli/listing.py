@@ -2,7 +2,8 @@
 and tier, then the edges between domains and those through dbt models.
 
 The default fits 80 columns (a heading per domain and per product, the product's owner beside it); ``--wide``
-prints one row per table with every field; ``--json`` the same as JSON, for scripts.
+prints one row per table with every field; ``--json`` the same as JSON, for scripts. A product whose automation
+is paused (``mesh pause``) has ``paused`` after its tables' status.
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--json", action="store_true", help="every table and edge as JSON")
 
 
-def fields(table: Table) -> dict[str, Any]:
+def fields(table: Table, paused: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     return {
         "domain": table.domain,
         "product": table.product,
         "table": table.name,
         "version": table.version,
-        "status": table.lifecycle(),
+        "status": status(table, paused),
         "tier": str(table.tier),
         "owner": table.owner,
         "published": table.published,
@@ -53,6 +54,11 @@ def fields(table: Table) -> dict[str, Any]:
         "kind": table.kind.value,
         "table_kind": "-" if table.external else table.table_kind.describe(),
     }
+
+
+def status(table: Table, paused: frozenset[tuple[str, str]]) -> str:
+    """The table's lifecycle, and ``paused`` when its product's automation is."""
+    return table.lifecycle() + (", paused" if (table.domain, table.product) in paused else "")
 
 
 def edges(graph: MeshGraph) -> list[dict[str, str]]:
@@ -69,14 +75,16 @@ def edges(graph: MeshGraph) -> list[dict[str, str]]:
     return out
 
 
-def print_listing(graph: MeshGraph, args: argparse.Namespace, console: Console) -> None:
+def print_listing(
+    graph: MeshGraph, args: argparse.Namespace, console: Console, paused: frozenset[tuple[str, str]] = frozenset()
+) -> None:
     tables = sorted(graph.tables.values(), key=lambda t: (t.domain, t.product, t.name))
     found = edges(graph)
     if getattr(args, "json", False):
-        listing = {"tables": [fields(t) for t in tables], "edges": found}
+        listing = {"tables": [fields(t, paused) for t in tables], "edges": found}
         sys.stdout.write(json.dumps(listing, indent=2) + "\n")
         return
-    for line in wide(tables) if getattr(args, "wide", False) else compact(tables):
+    for line in wide(tables, paused) if getattr(args, "wide", False) else compact(tables, paused):
         console.print(line, highlight=False, soft_wrap=True)
     products = {(t.domain, t.product) for t in tables}
     domains = {t.domain for t in tables}
@@ -96,7 +104,7 @@ NAME_WIDTH = 42
 line of its own."""
 
 
-def compact(tables: list[Table]) -> list[str]:
+def compact(tables: list[Table], paused: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
     """A heading per domain and product (with its owner), a line per table: what fits 80 columns."""
     from rich.markup import escape
 
@@ -109,16 +117,15 @@ def compact(tables: list[Table]) -> list[str]:
             if len(name) > NAME_WIDTH:
                 lines.append(name)
                 name = ""
-            published = "yes" if t.published else "no"
-            lines.append(
-                f"{name:<{NAME_WIDTH}} {t.kind.value:<8} {t.grain.name:<6} {t.tier!s:<4} {published:<9} {t.lifecycle()}"
-            )
+            published, state = "yes" if t.published else "no", status(t, paused)
+            columns = f"{t.kind.value:<8} {t.grain.name:<6} {t.tier!s:<4} {published:<9} {state}"
+            lines.append(f"{name:<{NAME_WIDTH}} {columns}")
     return lines
 
 
-def wide(tables: list[Table]) -> list[str]:
+def wide(tables: list[Table], paused: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
     """A row per table with every field, columns as wide as their longest value: ~150 characters."""
-    rows = [list(FIELDS)] + [[_text(f, v) for f, v in fields(t).items()] for t in tables]
+    rows = [list(FIELDS)] + [[_text(f, v) for f, v in fields(t, paused).items()] for t in tables]
     widths = [max(len(row[i]) for row in rows) for i in range(len(FIELDS))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 

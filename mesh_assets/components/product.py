@@ -93,6 +93,12 @@ class DataProduct(dg.Component, dg.Model, dg.Resolvable):
     domain: str | None = None
     engine: Literal["session", "submit"] | None = None
     """Where the product's runs compute and publish; default: the deployment's ``engine.mode``."""
+    input_freshness_hours: float | None = None
+    """The oldest a table its outputs read whole may be, unless the input sets ``freshness_hours`` (default:
+    the domain's)."""
+    retries: dict[str, Any] | None = None
+    """``{count, delay_seconds, backoff}``: retries of a run failed for a transient reason (default: the
+    domain's); Mesh's refusals are never retried."""
     tables: Annotated[list[dict[str, Any]], _typed(TableSpec)] = []
     """Output tables: ``table``, ``version``, ``published``, ``inputs``, ``sql`` or ``sql_file``, ``checks``,
     ``contract``, ``status``, ``sunset``, ..."""

@@ -91,7 +91,8 @@ def unready_models(
     context: dg.AssetExecutionContext, mesh: MeshResource
 ) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
-    tables: dbt sources) are not published or have not passed their blocking checks, with the reasons."""
+    tables: dbt sources) are not published or have not passed their blocking checks, or, read whole, are older
+    than the model's domain allows (``input_freshness_hours`` in its ``domain.yaml``), with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
     from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.graph.isolate import catalog_tables, discover_all
@@ -101,7 +102,8 @@ def unready_models(
 
     settings = mesh.settings
     entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
-    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=domains_defaults(settings.domains_dir))])
+    defaults = domains_defaults(settings.domains_dir)
+    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=defaults)])
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
     part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
@@ -116,7 +118,9 @@ def unready_models(
                     "which is not a table of the mesh"
                 )
             reads.append((Input(table=".".join(dep.path)), info))
-        if found := unready(context.instance, reads, part, landed=landed_keys(mesh)):
+        domain = defaults.get(key.path[0]) if len(key.path) == 2 else None
+        hours = domain.input_freshness_hours if domain is not None else None
+        if found := unready(context.instance, reads, part, landed=landed_keys(mesh), default_hours=hours):
             out[key] = found
     return out
 

@@ -72,6 +72,8 @@ class DeclaredInput:
     """The major version it pins, if any (``table`` is then that version's name, ``orders_v2``)."""
     n: int = 1
     """The window's size (``last``, ``previous``): with ``window``, the partition mapping, known without code."""
+    watermark: str | None = None
+    """The column whose maximum must reach the output partition's end (a whole read), if any."""
 
     @property
     def ref(self) -> str:
@@ -332,9 +334,10 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     inp.window.kind,
                     f"tables.{i}.inputs.{name}",
                     inp.line or t.line,
-                    "freshness_hours" if inp.freshness_hours else "timeout_hours" if inp.timeout_hours else None,
+                    "timeout_hours" if inp.timeout_hours else "freshness_hours" if inp.freshness_hours else None,
                     inp.version,
                     inp.window.n,
+                    inp.watermark,
                 )
                 for name, inp in t.inputs.items()
             ),

@@ -83,13 +83,17 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
         unpartitioned = None if info.grain.partitioned else ref
         if not table.grain.partitioned:
             unpartitioned = f"output {table.name}"
-        if inp.deadline and unpartitioned:
+        if inp.deadline == "timeout_hours" and unpartitioned:
             err(
                 inp,
-                f".{inp.deadline}",
-                f"{unpartitioned} is not partitioned: freshness_hours and timeout_hours apply to partitioned inputs "
-                "of partitioned outputs",
+                ".timeout_hours",
+                f"{unpartitioned} is not partitioned: timeout_hours applies to partitioned inputs of partitioned "
+                "outputs (a table read whole takes freshness_hours: the oldest it may be)",
             )
+        if inp.watermark and not table.grain.partitioned:
+            err(inp, ".watermark", f"output {table.name} is not partitioned: a watermark must reach a partition's end")
+        elif inp.watermark and not whole:
+            err(inp, ".watermark", f"{ref} is read by partition: a watermark applies to a table read whole ('all')")
         if info.regions and (inp.window == "last" or table.grain is Grain.HOURLY):
             err(
                 inp,

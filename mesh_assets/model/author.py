@@ -48,8 +48,9 @@ def chat(channel: str) -> Contact:
 class Product:
     """Collects a product's fields and transformations; validated into a DataProduct at discovery.
 
-    ``owner``, ``contacts``, ``tier``, ``classification``, ``start_date`` and ``end_date`` default to the domain's
-    (``domains/<domain>/domain.yaml``); a product that gives one keeps its own.
+    ``owner``, ``contacts``, ``tier``, ``classification``, ``start_date``, ``end_date``, ``input_freshness_hours``
+    and ``retries`` default to the domain's (``domains/<domain>/domain.yaml``); a product that gives one keeps
+    its own.
 
     ``source_file`` is the file discovery was loading when the product was made (None outside discovery,
     where a product is never validated).
@@ -74,6 +75,8 @@ class Product:
         external: Iterable[ExternalTable | Mapping[str, Any]] = (),
         domain: str | None = None,
         engine: str | None = None,
+        input_freshness_hours: float | None = None,
+        retries: Mapping[str, Any] | None = None,
     ) -> None:
         self.source_file = _LOADING.get()
         self.fields: dict[str, Any] = {
@@ -97,6 +100,10 @@ class Product:
             self.fields["domain"] = domain
         if engine is not None:
             self.fields["engine"] = engine
+        if input_freshness_hours is not None:
+            self.fields["input_freshness_hours"] = input_freshness_hours
+        if retries is not None:
+            self.fields["retries"] = dict(retries)
         self.transformations: list[dict[str, Any]] = []
 
     def transformation(

@@ -16,9 +16,20 @@ from pydantic import Field
 
 from mesh_assets.model.access import Grant
 from mesh_assets.model.lifecycle import Classification, Tier
-from mesh_assets.model.product import OWNER_PATTERN, Contact, Strict
+from mesh_assets.model.product import OWNER_PATTERN, Contact, Retries, Strict
 
-INHERITED = ("owner", "contacts", "tier", "classification", "start_date", "end_date", "restricted_from", "grants")
+INHERITED = (
+    "owner",
+    "contacts",
+    "tier",
+    "classification",
+    "start_date",
+    "end_date",
+    "input_freshness_hours",
+    "retries",
+    "restricted_from",
+    "grants",
+)
 """The product fields a domain may set for all its products."""
 
 
@@ -34,6 +45,10 @@ class DomainDefaults(Strict):
     end_date: date | None = None
     """The first day with no partitions (excluded, as Dagster's ``end_date``) of the domain's tables, dbt models
     included: a domain whose data is a fixed history (the example's June 2021) lists only those days."""
+    input_freshness_hours: float | None = Field(default=None, gt=0)
+    """The oldest a table the domain's products read whole may be, unless an input sets ``freshness_hours``."""
+    retries: Retries | None = None
+    """The retry policy for transient failures of the domain's products' runs."""
 
     restricted_from: Classification | None = None
     """The classification from which other domains read the domain's published tables only by grant (``l2``)."""

@@ -62,7 +62,13 @@ class Input(Strict):
     window: Window = Field(default_factory=Window)
     ignore_quality: bool = False
     freshness_hours: float | None = Field(default=None, gt=0)
+    """Read partition by partition: how long after the output's partition closed its input partitions are late.
+    Read whole (``window: all``, an unpartitioned table): the oldest the table may be, counted from when it was
+    last published (or observed, for an external table); an older one refuses the run."""
     timeout_hours: float | None = Field(default=None, gt=0)
+    watermark: Identifier | None = None
+    """Read whole: a column whose maximum must reach the end of the output partition being computed (a date
+    column its last day, a timestamp its end), or the run is refused: a snapshot landed on time but behind."""
     line: SkipJsonSchema[int | None] = None
 
     @field_validator("table")
@@ -260,6 +266,14 @@ class ExternalTable(Strict):
         return self
 
 
+class Retries(Strict):
+    """A product's retry policy for transient failures: Dagster's ``RetryPolicy`` (count, delay, backoff)."""
+
+    count: int = Field(ge=0, le=10)
+    delay_seconds: float = Field(default=0, ge=0)
+    backoff: Literal["none", "linear", "exponential"] = "none"
+
+
 class DataProduct(Strict):
     """A domain's unit of ownership: tables with one owner, tier and classification."""
 
@@ -289,6 +303,12 @@ class DataProduct(Strict):
     end_date: date | None = None
     """The first day with no partitions (excluded, as Dagster's ``end_date``): a feed that stopped, or a fixed
     history. None: partitions go on to the present."""
+    input_freshness_hours: float | None = Field(default=None, gt=0)
+    """The oldest a table its outputs read whole may be, for inputs that set no ``freshness_hours`` of their own
+    (a domain sets it for all its products in ``domain.yaml``)."""
+    retries: Retries | None = None
+    """How a run that failed for a transient reason (Spark, storage, network) is retried; Mesh's refusals (inputs
+    not ready, a failed blocking check, bad rows) are never retried."""
     transformations: tuple[Transformation, ...] = ()
     external: tuple[ExternalTable, ...] = ()
     source_file: Path | None = None

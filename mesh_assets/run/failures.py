@@ -21,16 +21,22 @@ from mesh_assets.run.privacy import private_description
 
 
 def step_failure(
-    description: str, metadata: Mapping[str, Any], error: str, kind: type[dg.Failure] = dg.Failure
+    description: str,
+    metadata: Mapping[str, Any],
+    error: str,
+    kind: type[dg.Failure] = dg.Failure,
+    *,
+    retry: bool = True,
 ) -> dg.Failure:
     """A ``kind`` failing the step with ``description``, ``metadata`` (lists and mappings as JSON) and the
-    ``error``'s class name, so the UI names what refused the run."""
+    ``error``'s class name, so the UI names what refused the run; ``retry``: whether the product's retry policy
+    may run it again (never for Mesh's refusals: the same inputs would be refused again)."""
     values: dict[str, Any] = {
         key: dg.MetadataValue.json(value) if isinstance(value, list | dict) else value
         for key, value in metadata.items()
     }
     values["error"] = error
-    return kind(description=description, metadata=values)
+    return kind(description=description, metadata=values, allow_retries=retry)
 
 
 @contextmanager
@@ -40,7 +46,7 @@ def step_failures(table: Table) -> Iterator[None]:
     try:
         yield
     except Refused as exc:
-        raise step_failure(exc.description, exc.metadata, type(exc).__name__) from None
+        raise step_failure(exc.description, exc.metadata, type(exc).__name__, retry=False) from None
     except Exception as exc:
         if (description := private_description(exc, table)) is None:
             raise

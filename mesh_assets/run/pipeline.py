@@ -23,7 +23,7 @@ from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.outcome import RunOutcome, merged
-from mesh_assets.run.readiness import landed_keys, unready_partitions
+from mesh_assets.run.readiness import landed_keys, table_watermarks, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.run.replay import refuse_out_of_order
 from mesh_assets.settings import EngineMode, MeshSettings
@@ -92,7 +92,8 @@ def _run(
     *,
     rebuild: bool,
 ) -> RunOutcome:
-    blocked = unready_partitions(context.instance, node, part, earlier or (), landed=landed_keys(mesh))
+    watermark = table_watermarks(mesh.registry.location, mesh.settings.s3)
+    blocked = unready_partitions(context.instance, node, part, earlier or (), landed_keys(mesh), watermark)
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
         return RunOutcome(None, part, [], {}, blocked=blocked)

@@ -7,6 +7,11 @@ date-by-region table, every region of the day) and every blocking check of it mu
 current data, unless the input says ``ignore_quality``. A range run computes the ready partitions and
 refuses the others by name. Spark is not needed here: the instance knows all of it.
 
+A table read whole (``window: all``, an unpartitioned table) must also be fresh: no older than its input's
+``freshness_hours`` (else its product's ``input_freshness_hours``, which a domain sets in ``domain.yaml``),
+counted from the last time it was published (by Mesh or dbt) or observed (an external table), and, when the
+input names a ``watermark`` column, that column's maximum must reach the end of the output partition computed.
+
 An external table's partition is published when its observer reported it. A refusal for want of that report
 says whether the partition has landed (the run looks at the table's Delta log, through ``landed``) and,
 once, how to have it observed (:func:`observe_hint`): a partition that landed a minute ago is not missing.
@@ -15,18 +20,20 @@ once, how to have it observed (:func:`observe_hint`): a partition that landed a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from mesh_assets.compat import AssetCheckExecutionRecordStatus
 from mesh_assets.graph.resolve import Node, Table
-from mesh_assets.model.grain import region_key
+from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.names import observer_name
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import Input
 
 if TYPE_CHECKING:
+    from mesh_assets.settings import S3Settings
     from mesh_assets.storage.resource import MeshResource
 
 Status = AssetCheckExecutionRecordStatus
@@ -34,6 +41,20 @@ CHECK_STATES = {Status.FAILED: "failed", Status.PLANNED: "pending"}
 NOT_OBSERVED = "not observed yet by"
 Landed = Callable[[Table], set[str] | None]
 """The partition keys an external table's files hold now (None: unknown), whether observed or not."""
+Watermark = Callable[[Table, str], "date | datetime | None"]
+"""A table's maximum value of a column now (None: an empty table, or no such column)."""
+
+
+def table_watermarks(location: Callable[[str, str], str], s3: S3Settings) -> Watermark:
+    """A column's maximum in a table (``location`` of its domain and name), read from its Delta log's statistics
+    (delta-rs, no Spark); asked only for inputs that declare a ``watermark``."""
+
+    def watermark(table: Table, column: str) -> date | datetime | None:
+        from mesh_assets.storage.watermark import column_max
+
+        return column_max(location(table.domain, table.name), s3, column)
+
+    return watermark
 
 
 def landed_keys(mesh: MeshResource) -> Landed:
@@ -81,6 +102,11 @@ def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> lis
     return keys
 
 
+def _hours(value: float) -> str:
+    """Hours as a reader reads them: ``26.5 h``, ``0.0003 h``."""
+    return f"{value:.1f} h" if value >= 1 else f"{value:.2g} h"
+
+
 def _check_problem(info: Any | None, check: str) -> str | None:
     """Why a blocking check does not count as passed on its partition's current data, or None if it does."""
     if info is None:
@@ -100,14 +126,20 @@ class _Input:
         upstream: Table,
         keys: Iterable[str] | None,
         landed: Landed | None = None,
+        default_hours: float | None = None,
     ):
         self.upstream = upstream
+        self.max_hours = inp.freshness_hours or default_hours
+        self.watermark_column = inp.watermark
+        self._watermark: tuple[date | datetime | None, str | None] | None = None
         self._landed = landed if upstream.external else None
         self._landed_keys: set[str] | None = None
         self.asset = upstream.key
         self.partitioned = upstream.grain.partitioned
         self.published = instance.get_materialized_partitions(self.asset) if self.partitioned else set()
-        self.ever_published = bool(self.published) or instance.get_latest_materialization_event(self.asset) is not None
+        latest = instance.get_latest_materialization_event(self.asset)
+        self.ever_published = bool(self.published) or latest is not None
+        self.updated = datetime.fromtimestamp(latest.timestamp, UTC) if latest is not None else None
         checks = [] if inp.ignore_quality else list(upstream.blocking_checks)
         self.checks: dict[tuple[str, str | None], Any] = {}
         if checks:
@@ -140,6 +172,46 @@ class _Input:
                 if (why := _check_problem(self.checks.get((name, key)), name))
             ]
         return out
+
+    def stale(self, output: PartitionRange | None, now: datetime, watermark: Watermark | None) -> list[str]:
+        """Why the table, read whole for ``output``, is too old: older than its freshness limit, or its
+        watermark column behind the output partition's end."""
+        out = []
+        ref = self.upstream.ref
+        if self.max_hours and self.updated is not None:
+            age = (now - self.updated).total_seconds() / 3600
+            if age > self.max_hours:
+                out.append(
+                    f"{ref} (stale: last updated {self.updated:%Y-%m-%dT%H:%M:%SZ}, {_hours(age)} ago; "
+                    f"freshness_hours is {_hours(self.max_hours)})"
+                )
+        if self.watermark_column and output is not None and watermark is not None:
+            out += self._behind(output, watermark)
+        return out
+
+    def _behind(self, output: PartitionRange, watermark: Watermark) -> list[str]:
+        """Why the watermark column has not reached the end of ``output`` (a date: its last day)."""
+        column, ref = self.watermark_column, self.upstream.ref
+        assert column is not None and output.grain.step is not None
+        if self._watermark is None:
+            try:
+                self._watermark = (watermark(self.upstream, column), None)
+            except Exception as exc:  # an unreadable log or an unknown column refuses, saying why
+                self._watermark = (None, f"{type(exc).__name__}: {exc}")
+        value, error = self._watermark
+        end = output.end + output.grain.step
+        if error is not None:
+            return [f"{ref} (watermark {column} unreadable: {error})"]
+        if value is None:
+            return [f"{ref} (watermark {column} has no value; it must reach {end:%Y-%m-%dT%H:%M:%SZ})"]
+        if isinstance(value, datetime):
+            reached, needed = utc(value), end
+        else:
+            reached, needed = midnight(value), end - timedelta(days=1)
+        if reached >= needed:
+            return []
+        shown = f"{needed:%Y-%m-%d}" if not isinstance(value, datetime) else f"{needed:%Y-%m-%dT%H:%M:%SZ}"
+        return [f"{ref} (behind: watermark {column} is at {value}, it must reach {shown} for this partition)"]
 
     def landed(self) -> set[str] | None:
         """The keys the external upstream's files hold, read once; None when not known (or not external)."""
@@ -187,10 +259,14 @@ def unready_partitions(
     part: PartitionRange | None,
     earlier: Iterable[str] = (),
     landed: Landed | None = None,
+    watermark: Watermark | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons;
     ``earlier``: its own partitions this run already published (read by a ``previous`` window)."""
-    return unready(instance, [(read.input, read.table) for read in node.reads], part, earlier, landed)
+    reads = [(read.input, read.table) for read in node.reads]
+    return unready(
+        instance, reads, part, earlier, landed, watermark=watermark, default_hours=node.product.input_freshness_hours
+    )
 
 
 def unready(
@@ -199,8 +275,15 @@ def unready(
     part: PartitionRange | None,
     earlier: Iterable[str] = (),
     landed: Landed | None = None,
+    *,
+    watermark: Watermark | None = None,
+    default_hours: float | None = None,
+    now: datetime | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
+
+    A table read whole is judged by its age (``freshness_hours``, else ``default_hours``) at ``now`` (default:
+    the present) and, with a ``watermark`` column, by that column's maximum (read through ``watermark``).
 
     Each output partition is judged by its own window, so a range run refuses only the partitions that would
     read unpublished or unchecked data. ``landed`` tells which partitions an external table holds, so that a
@@ -208,12 +291,16 @@ def unready(
     """
     outputs: list[PartitionRange | None] = [None] if part is None else [part.single(v) for v in part.values()]
     done = set(earlier)
+    now = utc(now) if now is not None else datetime.now(UTC)
     refused: dict[str | None, list[str]] = {}
     for inp, upstream in reads:
-        windows = {p.grain.key(p.start) if p else None: window_keys(inp, upstream, p) for p in outputs}
-        every = None if any(k is None for k in windows.values()) else {k for keys in windows.values() for k in keys}
-        known = _Input(instance, inp, upstream, every, landed)
-        for output_key, keys in windows.items():
-            if problems := known.problems(keys, done if inp.window.skips_current else set()):
+        windows = {p.grain.key(p.start) if p else None: (p, window_keys(inp, upstream, p)) for p in outputs}
+        every = None if any(k is None for _, k in windows.values()) else {k for _, ks in windows.values() for k in ks}
+        known = _Input(instance, inp, upstream, every, landed, default_hours)
+        for output_key, (output, keys) in windows.items():
+            problems = known.problems(keys, done if inp.window.skips_current else set())
+            if keys is None and not problems and known.ever_published:
+                problems = known.stale(output, now, watermark)
+            if problems:
                 refused.setdefault(output_key, []).extend(problems)
     return {k: sorted(set(v)) for k, v in refused.items()}

@@ -26,10 +26,14 @@ if TYPE_CHECKING:
 
 class PartitionsRefused(dg.Failure):
     """Some partitions were refused (a blocking check failed, or an input was not ready); the rest of the
-    run's partitions were published."""
+    run's partitions were published. Never retried: a retry would read the same inputs."""
 
     def __init__(self, description: str, partitions: list[str], checks: list[str]):
-        super().__init__(description=description, metadata={"failed_partitions": partitions, "checks": checks})
+        super().__init__(
+            description=description,
+            metadata={"failed_partitions": partitions, "checks": checks},
+            allow_retries=False,
+        )
         self.partitions, self.checks = partitions, checks
 
 

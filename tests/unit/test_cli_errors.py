@@ -52,8 +52,11 @@ OTHER_INPUT = {
     "setup": (["setup"], {"MESH_INSTANCE": "mysql"}, "setting instance: Input should be 'sqlite' or 'postgres'"),
     "ingest": (["ingest", "--start", "2021-06-15 00:00"], {}, "--start '2021-06-15 00:00': expected YYYY-MM-DDTHH"),
     "lineage": (["lineage", "sales.nowhere"], {}, "no lineage node 'sales.nowhere'"),
+    "pause": (["pause", "sales/nowhere", "--reason", "migration"], {}, "no product 'sales/nowhere' with outputs"),
+    "resume": (["resume", "sales/nowhere"], {}, "no product 'sales/nowhere' with outputs"),
 }
-"""Commands that read no specs: their own bad input, and the message naming it."""
+"""Commands that read no specs (or only the catalog, as ``pause``): their own bad input, and the message naming
+it."""
 
 
 def test_every_command_is_covered() -> None:

@@ -257,3 +257,14 @@ def test_a_custom_condition_reads_its_instance_and_partitions_and_drops_some():
         [(seen_instance, keys)] = _AllBut.seen
     assert seen_instance is instance and keys == set(DAILY.get_partition_keys())
     assert set(result.get_requested_partitions(RAW)) == keys - {"2021-06-02"}
+
+
+def test_the_instance_keeps_values_by_key_across_instances_of_one_home(tmp_path: Path):
+    """``mesh pause`` writes a product's state where the daemon's automation reads it: one home, many processes."""
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as writer:
+        compat.kv_set(writer, {"mesh/paused/sales/orders": '{"reason": "r", "since": "s"}'})
+        compat.kv_set(writer, {"mesh/paused/sales/orders": "resumed"})
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as reader:
+        assert compat.kv_get(reader, {"mesh/paused/sales/orders", "mesh/paused/x/y"}) == {
+            "mesh/paused/sales/orders": "resumed"
+        }

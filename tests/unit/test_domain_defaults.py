@@ -138,3 +138,27 @@ def test_the_example_domains_state_each_shared_value_once() -> None:
                 if isinstance(v, ast.Constant) and str(defaults.get(k)) == str(v.value)
             ]
         assert repeated == [], folder.name
+
+
+def test_retries_and_input_freshness_are_inherited_and_reach_dagster(tmp_path: Path, monkeypatch) -> None:
+    """A domain's retry policy becomes Dagster's ``RetryPolicy`` of every product that sets none; a product's own
+    wins; ``input_freshness_hours`` is inherited like the other fields."""
+    monkeypatch.chdir(tmp_path)
+    defaults = DEFAULTS + "input_freshness_hours: 26\nretries: {count: 3, delay_seconds: 30, backoff: exponential}\n"
+    python = PYTHON.replace('tier="t3")', 'tier="t3", retries={"count": 1})')
+    folder = domain(tmp_path, defaults)
+    (folder / "sales" / "report.py").write_text(python)
+    domains = load_all(folder.relative_to(tmp_path))
+    assert validate(domains) == []
+    products = {p.name: p for p in domains["sales"].products}
+    assert products["daily_sales"].input_freshness_hours == products["report"].input_freshness_hours == 26
+
+    defs = build_definitions(domains, extra=[])
+    policies = {
+        key.path[-1]: assets.op.retry_policy
+        for assets in defs.resolve_asset_graph().assets_defs
+        if assets.is_executable
+        for key in assets.keys
+    }
+    assert policies["sales"] == dg.RetryPolicy(max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL)
+    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)

@@ -190,22 +190,28 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
 
 
 def test_deadlines_on_what_has_no_partitions_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A deadline waits for the input partitions a consumer partition reads: an unpartitioned input or output
-    has none, so ``freshness_hours`` / ``timeout_hours`` there would never be evaluated."""
+    """A timeout waits for the input partitions a consumer partition reads: an unpartitioned input or output
+    has none, so ``timeout_hours`` there would never be evaluated; a watermark must reach an output partition's
+    end, of a table read whole. ``freshness_hours`` on a table read whole is its maximum age: accepted."""
     assert errors_of("deadlines", monkeypatch) == [
         E(
             "sales/defs/deadlines/defs.yaml",
-            15,
-            "tables.0.inputs.raw_menus.freshness_hours",
-            "sales.raw_menus is not partitioned: freshness_hours and timeout_hours apply to partitioned inputs "
-            "of partitioned outputs",
+            14,
+            "tables.0.inputs.raw_orders.watermark",
+            "sales.raw_orders is read by partition: a watermark applies to a table read whole ('all')",
         ),
         E(
             "sales/defs/deadlines/defs.yaml",
             21,
             "tables.1.inputs.raw_orders.timeout_hours",
-            "output order_snapshot is not partitioned: freshness_hours and timeout_hours apply to partitioned "
-            "inputs of partitioned outputs",
+            "output order_snapshot is not partitioned: timeout_hours applies to partitioned inputs of partitioned "
+            "outputs (a table read whole takes freshness_hours: the oldest it may be)",
+        ),
+        E(
+            "sales/defs/deadlines/defs.yaml",
+            21,
+            "tables.1.inputs.raw_orders.watermark",
+            "output order_snapshot is not partitioned: a watermark must reach a partition's end",
         ),
     ]
 

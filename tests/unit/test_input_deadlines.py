@@ -110,3 +110,20 @@ def test_an_unreachable_webhook_never_stops_the_flags(monkeypatch):
     warnings = [r.getMessage() for r in handler.buffer if r.levelno == logging.WARNING]
     refused = "the webhook in MESH_ALERT_WEBHOOK_COURIER is unreachable ([Errno 111] Connection refused)"
     assert warnings == [f"alert to courier's channel failed: {refused}"] * 2  # the variable, never the URL
+
+
+def test_a_timed_out_input_alerts_its_own_owners_as_well_as_the_readers(webhook):
+    """``timeout_hours`` tells the product waiting and the input's producer, each on their domain's channel."""
+    receiver, point = webhook
+    point("courier")
+    point("central")
+    instance, nodes = courier()
+
+    evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 3, 9))
+
+    alerts = [r["mesh"] for r in receiver]
+    producer = [a for a in alerts if a["domain"] == "central"]
+    assert len(producer) == 1  # the timeout only, not the earlier freshness flag
+    assert (producer[0]["table"], producer[0]["partitions"]) == ("order_descriptors", ["2021-06-02"])
+    assert "read by courier.courier_distances_points_intermediate" in producer[0]["message"]
+    assert {a["domain"] for a in alerts} == {"courier", "central"} and len(alerts) == 3

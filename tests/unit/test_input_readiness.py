@@ -122,3 +122,23 @@ def test_a_whole_table_read_needs_the_table_published_once():
     }
     publish(instance, menus, None)
     assert unready(instance, [(whole, menus)], DAYS) == {}
+
+
+def test_a_whole_read_is_refused_past_its_maximum_age_and_the_products_default_applies():
+    """A dimension read whole is judged by the age of its last publication: an input's ``freshness_hours``, else
+    the product's ``input_freshness_hours`` (``default_hours``); a partition read by key is not."""
+    from datetime import UTC, datetime, timedelta
+
+    instance = dg.DagsterInstance.ephemeral()
+    menu = table("sales", "menu", Grain.NONE)
+    publish(instance, menu, None)
+    later = datetime.now(UTC) + timedelta(hours=30)
+    whole = Input(table="sales.menu", window=Window(kind="all"))
+
+    assert unready(instance, [(whole, menu)], DAYS, now=later) == {}  # no limit, no refusal
+    refused = unready(instance, [(whole, menu)], DAYS, now=later, default_hours=26)
+    assert set(refused) == {"2021-06-01", "2021-06-02"}
+    assert refused["2021-06-01"][0].startswith("sales.menu (stale: last updated ")
+    assert refused["2021-06-01"][0].endswith("30.0 h ago; freshness_hours is 26.0 h)")
+    own = Input(table="sales.menu", window=Window(kind="all"), freshness_hours=48)  # the input's own limit wins
+    assert unready(instance, [(own, menu)], DAYS, now=later, default_hours=26) == {}
