@@ -43,6 +43,10 @@ def restorable(graph: MeshGraph, domain: str, name: str) -> Table:
     table = graph.get(*key.path)
     if table is None or key.path[0] != domain:
         raise RestoreRefused(f"{key.to_user_string()} is not a table of {domain}")
+    if table.kind is TableKind.PRODUCT and not table.status.deployed:
+        raise RestoreRefused(
+            f"{key.to_user_string()} is retired: it has no asset to restore (see mesh maintain --retired)"
+        )
     if table.kind is not TableKind.PRODUCT:
         raise RestoreRefused(
             f"{key.to_user_string()} is not a Mesh product's output: Mesh restores only the tables it publishes"
