@@ -147,6 +147,11 @@ def test_compaction_keeps_rows_and_old_versions_and_runs_nothing_downstream(sale
     [run] = sales.instance.get_runs(filters=dg.RunsFilter(tags={"mesh/launched_by": "mesh maintain"}))
     assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "mt__maintain"
 
+    [seen] = sales.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=EVENTS), 1).records
+    shown = {k: v.value for k, v in seen.asset_observation.metadata.items()}  # on the asset, as an observation
+    assert shown["mesh/files"] == 2 and shown["mesh/small_files"] == 2 and shown["mesh/bytes"] == after.bytes
+    assert shown["mesh/last_compaction"] == after.last_compaction.timestamp()
+    assert shown["mesh/last_clean_up"] == "never" and shown["delta_version"] == after.version
     assert main(["tables", "mt/events"]) == 0  # what operators see
     [row] = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("mt.events")]
     compacted_at = after.last_compaction.strftime("%Y-%m-%d %H:%M").split()
@@ -182,6 +187,10 @@ def test_clean_up_skips_a_table_a_running_run_reads_and_keeps_a_pinned_version_r
     assert found.metadata().configuration["delta.logRetentionDuration"] == "interval 720 hours"
     after = table_files(location(sales, DAILY), S3Settings(), SMALL, "p_date")
     assert after.stored_bytes == stored and after.last_clean_up is not None
+    [seen] = sales.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=DAILY), 1).records
+    metadata = seen.asset_observation.metadata
+    assert metadata["mesh/last_clean_up"].value == after.last_clean_up.timestamp()
+    assert metadata["mesh/stored_bytes"].value == stored and metadata["mesh/files"].value == after.files
     assert delta_state_kept(sales.mesh, sales.instance, DAILY)
 
 
