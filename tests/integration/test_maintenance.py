@@ -236,3 +236,54 @@ def test_restore_brings_a_bad_publish_back_marks_readers_suspect_and_a_backfill_
     refused = " ".join(capsys.readouterr().out.split())
     assert f"tr.daily_sales version {good + 1} was cleaned up" in refused and "nothing restored" in refused
     assert version(sales, DAILY) == cleaned  # nothing restored
+
+
+KR = Path(__file__).resolve().parents[1] / "fixtures" / "kind_readers" / "domains"
+STATUS = dg.AssetKey(["kr", "order_status"])
+STATUS_COUNTS = dg.AssetKey(["kr", "status_counts"])
+
+
+def test_restore_of_a_merge_table_withdraws_the_later_runs_and_marks_their_readers_suspect(sales, monkeypatch, capsys):
+    """A merge table's files are not laid out by day: the partitions a restore takes back are those the withdrawn
+    commits published, each recorded with the restore's data version, and what read them is suspect."""
+    from test_kind_readers import Orders
+
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(KR))
+    get_settings.cache_clear()
+    orders = Orders(sales.spark, Path(sales.mesh.warehouse).parent)
+    orders.instance = sales.instance
+    orders.land("2021-06-01", [(1, "placed", 1), (2, "placed", 1)])
+    for key in (STATUS, STATUS_COUNTS):
+        assert orders.materialize(key, "2021-06-01").success
+    good = version(orders, STATUS)
+    orders.land("2021-06-02", [(1, "lost", 2)])  # a bad update, applied and read downstream
+    for key in (STATUS, STATUS_COUNTS):
+        assert orders.materialize(key, "2021-06-02").success
+    assert orders.counts() == {"lost": 1, "placed": 1}
+    one_day = dg.AssetRecordsFilter(asset_key=STATUS, asset_partitions=["2021-06-01"])
+    [day_one] = sales.instance.fetch_materializations(one_day, 1).records
+
+    assert main(["restore", "kr/order_status", "--to-version", str(good)]) == 0
+
+    printed = capsys.readouterr().out
+    restored = version(orders, STATUS)
+    assert restored == good + 2
+    assert f"kr.order_status: restored to version {good} as version {restored}; partitions: 2021-06-02" in printed
+    assert "kr/status_counts 2021-06-02: suspect" in printed
+    rows = sales.spark.read.format("delta").load(location(orders, STATUS)).collect()
+    assert {(r["order_id"], r["status"]) for r in rows} == {(1, "placed"), (2, "placed")}
+    [record] = sales.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=STATUS, asset_partitions=["2021-06-02"]), 1
+    ).records
+    event = record.asset_materialization
+    assert event.tags[DATA_VERSION_TAG] == f"delta-v{restored}"
+    assert event.metadata["restored_to_version"].value == good and event.metadata["table_rows"].value == 2
+    [first] = sales.instance.fetch_materializations(one_day, 1).records
+    assert first.storage_id == day_one.storage_id  # the day the kept version applied is not published again
+    state, description = validity(orders, STATUS_COUNTS)["2021-06-02"]
+    assert state == "failed" and description.startswith("suspect: computed from invalid kr/order_status 2021-06-02")
+    assert validity(orders, STATUS_COUNTS)["2021-06-01"] == ("passed", None)  # computed before the bad run
+
+    assert orders.materialize(STATUS_COUNTS, "2021-06-02").success  # the downstream backfill
+    assert validity(orders, STATUS_COUNTS)["2021-06-02"] == ("passed", None)
+    assert orders.counts() == {"placed": 2}
