@@ -194,6 +194,39 @@ def test_clean_up_skips_a_table_a_running_run_reads_and_keeps_a_pinned_version_r
     assert delta_state_kept(sales.mesh, sales.instance, DAILY)
 
 
+def test_a_run_pinned_to_an_old_version_completes_correctly_while_clean_up_runs(sales, monkeypatch):
+    """A run of the two-day totals pins daily_sales when it starts; before it reads, another writer replaces the
+    pinned day's file and VACUUM runs: the pass skips the table for the running run, and a VACUUM that does run
+    keeps the replaced file for the retention, so the run reads its pinned rows and publishes them."""
+    import mesh_assets.run.body as body
+    from mesh_assets.maintenance.vacuum import vacuum_unless_read
+
+    sales.land("2021-06-01", [1, 2])
+    sales.land("2021-06-02", [10])
+    sales.materialize([DAILY], "2021-06-01", "2021-06-02")
+    pinned, where = version(sales, DAILY), "p_date = DATE'2021-06-02'"
+    compute, seen = body.compute, {}
+
+    def replaced_and_cleaned_before_reading(spark, registry, node, *args):
+        assert args[-1][("tr", "daily_sales")] == pinned  # the run's pinned input versions
+        rows = spark.read.format("delta").load(location(sales, DAILY)).where(where).localCheckpoint()
+        rows.withColumn("amount", rows["amount"] * 0 + 99).write.format("delta").mode("overwrite").option(
+            "replaceWhere", where
+        ).save(location(sales, DAILY))
+        keys = [DAILY, TWO_DAY]
+        seen["pass"] = vacuum_unless_read(spark, sales.instance, location(sales, DAILY), 168, S3Settings(), keys)
+        seen["vacuum"] = vacuum(spark, location(sales, DAILY), 168, S3Settings())
+        return compute(spark, registry, node, *args)
+
+    monkeypatch.setattr(body, "compute", replaced_and_cleaned_before_reading)
+    assert sales.materialize([TWO_DAY], "2021-06-02").success
+
+    assert seen["pass"].skipped.startswith("read by running run(s) ")
+    assert seen["vacuum"].skipped is None and version(sales, DAILY) > pinned
+    assert sales.amounts(TWO_DAY) == {"2021-06-02": 13}  # 1 + 2 + 10, as pinned; not the 99 written meanwhile
+    assert sales.amounts(DAILY)["2021-06-02"] == 99
+
+
 def test_restore_brings_a_bad_publish_back_marks_readers_suspect_and_a_backfill_clears_them(sales, capsys):
     sales.land("2021-06-01", [1, 2])
     sales.land("2021-06-02", [10])
