@@ -105,13 +105,15 @@ def build_invalidate_job(
 
 
 def _product_definitions(graph: MeshGraph, product: DataProduct) -> dg.Definitions:
-    """One product's assets (its outputs and its external tables' specs) and its external tables' checks; an
-    external table a plain asset of the domain writes is that asset's (:mod:`~mesh_assets.assets.plain`)."""
+    """One product's assets (its outputs but the retired ones, which leave the code location, and its external
+    tables' specs) and its external tables' checks; an external table a plain asset of the domain writes is that
+    asset's (:mod:`~mesh_assets.assets.plain`)."""
     nodes, external = graph.by_product.get((product.domain, product.name), ([], []))
     external = [t for t in external if t.key not in _PLAIN_KEYS.get()]
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = [
         build_output_asset(n, output_condition(n, _WATERMARK.get()), graph.consumers(n.domain, n.table.name))
         for n in nodes
+        if n.table.status.deployed
     ]
     assets += [external_spec(product, t) for t in external]
     checks = [c for t in external if (c := build_external_checks(t)) is not None]
@@ -226,7 +228,7 @@ def _domain_definitions(
         _WATERMARK.reset(reader)
     tool_keys = [k for models in dbt for k in models.keys]
     parts.append(dg.Definitions(assets=[*dbt, *plain], asset_checks=checks))
-    nodes = graph.nodes_of(domain)
+    nodes = [n for n in graph.nodes_of(domain) if n.table.status.deployed]
     plain_keys = [k for a in plain for k in a.keys]
     sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]

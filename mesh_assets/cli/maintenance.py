@@ -123,6 +123,9 @@ def cmd_maintain(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         console.print("[red]error[/red] --dry-run goes with --retired (maintenance itself deletes no live data)")
         return 2
+    for retired in (t for t in outputs if not t.status.deployed):
+        console.print(f"{retired.ref}: retired, not maintained (see --retired)", highlight=False, soft_wrap=True)
+    outputs = [t for t in outputs if t.status.deployed]
     failed = 0
     for domain in sorted({t.domain for t in outputs}):
         op = f"{domain}__{MAINTAIN_OP}"

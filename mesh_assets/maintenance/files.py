@@ -1,5 +1,6 @@
 """What a table's files look like now, from its Delta log (delta-rs, no Spark job): per partition the file
-count, bytes and small files, the table's last compaction and last clean-up, and the bytes its directory holds.
+count, bytes and small files, the table's last compaction and last clean-up, and the bytes its directory holds;
+the same as its asset's metadata (:meth:`TableFiles.metadata`).
 """
 
 from __future__ import annotations
@@ -8,9 +9,13 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
+import dagster as dg
+
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.lake import is_object_store, local_path, open_table
 
+FILES_KEY = "mesh/files"
+"""The metadata key of a table's live file count on its asset's maintenance observations."""
 COMPACTION = "OPTIMIZE"
 CLEAN_UPS = ("VACUUM END", "VACUUM START")
 
@@ -47,6 +52,24 @@ class TableFiles:
     @property
     def small(self) -> int:
         return sum(p.small for p in self.partitions.values())
+
+    def metadata(self) -> dict[str, dg.MetadataValue]:
+        """What an operator sees on the table's asset (recorded as an observation, never as new data)."""
+
+        def when(moment: datetime | None) -> dg.MetadataValue:
+            return dg.MetadataValue.timestamp(moment) if moment else dg.MetadataValue.text("never")
+
+        shown = {
+            FILES_KEY: dg.MetadataValue.int(self.files),
+            "mesh/small_files": dg.MetadataValue.int(self.small),
+            "mesh/bytes": dg.MetadataValue.int(self.bytes),
+            "mesh/last_compaction": when(self.last_compaction),
+            "mesh/last_clean_up": when(self.last_clean_up),
+            "delta_version": dg.MetadataValue.int(self.version),
+        }
+        if self.stored_bytes is not None:
+            shown["mesh/stored_bytes"] = dg.MetadataValue.int(self.stored_bytes)
+        return shown
 
 
 def _value(value: object) -> tuple[str | None, str | None]:

@@ -3,7 +3,9 @@ domain; whether to compact and to clean up), its schedule ``<domain>__maintenanc
 which ``mesh restore`` runs and the UI's Launchpad launches.
 
 These are op jobs: a compaction or clean-up records no materialization, so no automation condition downstream
-sees anything new; a restore records the materializations of the partitions it brought back. The maintenance
+sees anything new (each table's files after the pass are recorded on its asset as an observation, which neither
+staleness nor automation counts for a materialized asset); a restore records the materializations of the
+partitions it brought back. The maintenance
 op works on one table at a time holding the table's pool (:mod:`~mesh_assets.maintenance.slots`), so it never
 commits beside a run writing the table.
 """
@@ -87,6 +89,8 @@ def build_maintain_job(
                     )
                 )
             context.log.info(done[-1].describe())
+            if done[-1].files is not None:  # an observation: no new data, nothing goes stale or runs downstream
+                context.log_event(dg.AssetObservation(asset_key=table.key, metadata=done[-1].files.metadata()))
         context.add_output_metadata({"tables": dg.MetadataValue.json([_shown(d) for d in done])})
         return done
 

@@ -1,8 +1,9 @@
 """Restore: a table brought back to an earlier version with Delta's ``RESTORE``, in one commit.
 
-A restore is a publication: every partition whose data any commit after the target changed gets a
-materialization with the restore's data version (``delta-v<N>``, the new commit), carrying the code version
-and revision of the materialization that published it at the target, and its checks are judged again on the
+A restore is a publication: every partition whose data any commit after the target changed (for a keyed table,
+merge, history or changes: every partition a commit after the target published) gets a materialization with
+the restore's data version (``delta-v<N>``, the new commit), carrying the code version and revision of the
+materialization that published it at the target, and its checks are judged again on the
 restored rows. What was computed from the withdrawn versions downstream is marked suspect, as ``mesh
 invalidate`` marks it, until a backfill recomputes it. A version Delta no longer holds is refused with the
 reason: its log was cleaned up, or its files were (VACUUM, after the retention).
@@ -116,7 +117,8 @@ def restore(spark: SparkSession, location: str, version: int, s3: S3Settings) ->
 
 
 def rows_by_key(table: Table, location: str, s3: S3Settings, version: int) -> dict[str | None, int | None]:
-    """Rows per partition key at ``version``, from the files' record counts (None where a file has none)."""
+    """Rows per partition key at ``version``, from the files' record counts (None where a file has none); a keyed
+    table's files are not laid out by its partitions: all its rows under ``None``."""
     found = open_table(location, s3, version=version, files=True)
     out: dict[str | None, int | None] = {}
     if found is None:
@@ -124,7 +126,8 @@ def rows_by_key(table: Table, location: str, s3: S3Settings, version: int) -> di
     actions = found.get_add_actions(flatten=True)
     records = actions.column("num_records").to_pylist()
     column = f"partition.{table.partition_column}"
-    values = actions.column(column).to_pylist() if table.grain.partitioned else [None] * len(records)
+    by_partition = table.grain.partitioned and not table.table_kind.keyed
+    values = actions.column(column).to_pylist() if by_partition else [None] * len(records)
     for value, n in zip(values, records, strict=True):
         key = None
         if value is not None:
@@ -155,12 +158,11 @@ def materializations(
     for partition in restored.partitions:
         before = _published_at(instance, table.key, partition, restored.version)
         tags = {DATA_VERSION_TAG: f"delta-v{version}"}
-        metadata: dict = {
-            "delta_version": version,
-            "location": location,
-            "restored_to_version": restored.version,
-            "dagster/row_count": rows.get(partition) or 0,
-        }
+        metadata: dict = {"delta_version": version, "location": location, "restored_to_version": restored.version}
+        if table.table_kind.keyed:  # its runs' changes withdrawn: the table's rows, not the partition's
+            metadata["table_rows"] = rows.get(None) or 0
+        else:
+            metadata["dagster/row_count"] = rows.get(partition) or 0
         if before is not None:
             if code := before.tags.get(CODE_VERSION_TAG):
                 tags[CODE_VERSION_TAG] = code

@@ -3,6 +3,7 @@ and their checks, then mark what was computed from the withdrawn versions suspec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,6 +44,10 @@ def restorable(graph: MeshGraph, domain: str, name: str) -> Table:
     table = graph.get(*key.path)
     if table is None or key.path[0] != domain:
         raise RestoreRefused(f"{key.to_user_string()} is not a table of {domain}")
+    if table.kind is TableKind.PRODUCT and not table.status.deployed:
+        raise RestoreRefused(
+            f"{key.to_user_string()} is retired: it has no asset to restore (see mesh maintain --retired)"
+        )
     if table.kind is not TableKind.PRODUCT:
         raise RestoreRefused(
             f"{key.to_user_string()} is not a Mesh product's output: Mesh restores only the tables it publishes"
@@ -60,8 +65,55 @@ def resolve_version(mesh: MeshResource, table: Table, to_version: int | None, to
     return target(table, location, s3, version)
 
 
-def suspects(instance: dg.DagsterInstance, mesh: CatalogMesh, table: Table, partitions: list[str | None], reason: str):
-    """What downstream read ``partitions`` of ``table`` as published (before the restore), merged per table."""
+def _published(instance: dg.DagsterInstance, key: dg.AssetKey) -> Iterator[tuple[int, str | None, int]]:
+    """Every materialization of ``key`` that names its Delta version, newest first: (storage id, partition,
+    version)."""
+    cursor = None
+    while True:
+        found = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), 1000, cursor=cursor)
+        for record in found.records:
+            event = record.asset_materialization
+            recorded = event.metadata.get("delta_version") if event else None
+            if event is not None and recorded is not None:
+                yield record.storage_id, event.partition, int(getattr(recorded, "value", recorded))
+        if not found.has_more:
+            return
+        cursor = found.cursor
+
+
+def withdrawn(instance: dg.DagsterInstance, table: Table, version: int) -> tuple[str | None, ...]:
+    """The partitions whose latest materialization a commit after ``version`` published: what a restore of a
+    keyed table (merge, history, changes) takes back. Such a table's files are not laid out by the run's
+    partitions (a merge updates a key's row wherever it is), so its log cannot say which runs it withdraws."""
+    latest: dict[str | None, int] = {}
+    for _, partition, published in _published(instance, table.key):
+        latest.setdefault(partition, published)
+    return tuple(sorted((p for p, v in latest.items() if v > version), key=lambda p: p or ""))
+
+
+def _computed_after(instance: dg.DagsterInstance, marked: Marked, since: int) -> Marked | None:
+    """``marked`` without the partitions last computed before the event ``since``: they cannot have read what was
+    published from then on (a reader of the whole table marks every partition)."""
+    kept = []
+    for partition in marked.partitions:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=marked.key, asset_partitions=[partition] if partition else None), 1
+        ).records
+        if not records or records[0].storage_id > since:
+            kept.append(partition)
+    return replace(marked, partitions=tuple(kept)) if kept else None
+
+
+def suspects(
+    instance: dg.DagsterInstance,
+    mesh: CatalogMesh,
+    table: Table,
+    partitions: list[str | None],
+    reason: str,
+    version: int,
+) -> list[Marked]:
+    """What downstream read ``partitions`` of ``table`` as published (before the restore) after ``version``,
+    merged per table."""
     merged: dict[dg.AssetKey, Marked] = {}
     published = instance.get_materialized_partitions(table.key) if table.grain.partitioned else None
     for partition in partitions:
@@ -76,7 +128,10 @@ def suspects(instance: dg.DagsterInstance, mesh: CatalogMesh, table: Table, part
             merged[marked.key] = replace(
                 seen, partitions=parts, sources=tuple(sorted({*seen.sources, *marked.sources}))
             )
-    return list(merged.values())
+    firsts = [storage_id for storage_id, _, published in _published(instance, table.key) if published > version]
+    if not firsts:
+        return list(merged.values())
+    return [m for m in (_computed_after(instance, m, min(firsts)) for m in merged.values()) if m is not None]
 
 
 def _valid(instance: dg.DagsterInstance, table: Table, partition: str | None, version: int) -> dg.AssetCheckEvaluation:
@@ -99,11 +154,13 @@ def restore_in_run(context: Any, mesh: MeshResource, domain: str, graph: MeshGra
     try:
         table = restorable(graph, domain, config["table"])
         aim = resolve_version(mesh, table, config.get("to_version"), config.get("to_timestamp"))
+        if table.table_kind.keyed:
+            aim = replace(aim, partitions=withdrawn(instance, table, aim.version))
     except RestoreRefused as exc:
         raise dg.Failure(description=f"{exc}; nothing restored") from None
     catalog = CatalogMesh.of(graph)
     reason = f"{table.ref} restored to version {aim.version}: versions {aim.version + 1}..{aim.latest} withdrawn"
-    marked = suspects(instance, catalog, table, list(aim.partitions), reason)
+    marked = suspects(instance, catalog, table, list(aim.partitions), reason, aim.version)
     location = mesh.registry.location(table.domain, table.name)
     version = restore(mesh.spark, location, aim.version, mesh.registry.s3)
     context.log.info(f"{table.ref}: restored to version {aim.version} as version {version}")

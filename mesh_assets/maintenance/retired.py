@@ -1,5 +1,6 @@
-"""Retired outputs leave nothing behind: the table of an output whose status is ``retired``, that no table
-reads and that nothing wrote for longer than its tier's retention, is deleted (after a dry run lists it).
+"""Retired outputs leave nothing behind: an output whose status is ``retired`` has no asset in its code location
+(:mod:`mesh_assets.definitions` builds none), and its table, once no table reads it and nothing wrote it for
+longer than its tier's retention, is deleted (after a dry run lists it).
 
 Within the retention the table is kept: ``mesh restore`` and runs pinned to its versions may still need it, and
 a retirement can still be undone. A table of another status, or one still read, is never a candidate.

@@ -63,15 +63,20 @@ def keep_retention(spark: SparkSession, location: str, hours: int, s3: S3Setting
     return True
 
 
+def _planned(instance: dg.DagsterInstance, run: dg.DagsterRun) -> set[dg.AssetKey]:
+    """The assets a run materializes: its selection, or (a job of assets run whole, as ``dg.materialize`` runs
+    one) the materializations it planned when it started; none for an op job (maintenance, invalidation)."""
+    if run.asset_selection:  # empty, not None, for a job of assets run whole
+        return set(run.asset_selection)
+    records = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED)
+    return {r.event_log_entry.dagster_event.asset_key for r in records.records if r.event_log_entry.dagster_event}
+
+
 def runs_reading(instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey]) -> list[str]:
-    """The ids of the running runs that materialize any of ``keys`` (a table's readers, or the table); runs of
-    op jobs (maintenance, invalidation) materialize none."""
+    """The ids of the running runs that materialize any of ``keys`` (a table's readers, or the table)."""
     wanted = set(keys)
-    return [
-        run.run_id
-        for run in instance.get_runs(filters=dg.RunsFilter(statuses=RUNNING))
-        if run.asset_selection is not None and wanted & set(run.asset_selection)
-    ]
+    running = instance.get_runs(filters=dg.RunsFilter(statuses=RUNNING))
+    return [run.run_id for run in running if wanted & _planned(instance, run)]
 
 
 def vacuum(spark: SparkSession, location: str, hours: int, s3: S3Settings) -> Cleaned:

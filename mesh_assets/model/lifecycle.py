@@ -35,6 +35,12 @@ class Status(enum.StrEnum):
     def readable(self) -> bool:
         return self is not Status.RETIRED
 
+    @property
+    def deployed(self) -> bool:
+        """Whether its code location builds it as an asset: a retired table has none (its table stays on disk
+        until ``mesh maintain --retired`` deletes it past the retention)."""
+        return self is not Status.RETIRED
+
 
 class Tier(enum.StrEnum):
     """How much consumers may rely on a product: ``t1`` is business-critical."""

@@ -147,6 +147,11 @@ def test_compaction_keeps_rows_and_old_versions_and_runs_nothing_downstream(sale
     [run] = sales.instance.get_runs(filters=dg.RunsFilter(tags={"mesh/launched_by": "mesh maintain"}))
     assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "mt__maintain"
 
+    [seen] = sales.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=EVENTS), 1).records
+    shown = {k: v.value for k, v in seen.asset_observation.metadata.items()}  # on the asset, as an observation
+    assert shown["mesh/files"] == 2 and shown["mesh/small_files"] == 2 and shown["mesh/bytes"] == after.bytes
+    assert shown["mesh/last_compaction"] == after.last_compaction.timestamp()
+    assert shown["mesh/last_clean_up"] == "never" and shown["delta_version"] == after.version
     assert main(["tables", "mt/events"]) == 0  # what operators see
     [row] = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("mt.events")]
     compacted_at = after.last_compaction.strftime("%Y-%m-%d %H:%M").split()
@@ -182,7 +187,44 @@ def test_clean_up_skips_a_table_a_running_run_reads_and_keeps_a_pinned_version_r
     assert found.metadata().configuration["delta.logRetentionDuration"] == "interval 720 hours"
     after = table_files(location(sales, DAILY), S3Settings(), SMALL, "p_date")
     assert after.stored_bytes == stored and after.last_clean_up is not None
+    [seen] = sales.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=DAILY), 1).records
+    metadata = seen.asset_observation.metadata
+    assert metadata["mesh/last_clean_up"].value == after.last_clean_up.timestamp()
+    assert metadata["mesh/stored_bytes"].value == stored and metadata["mesh/files"].value == after.files
     assert delta_state_kept(sales.mesh, sales.instance, DAILY)
+
+
+def test_a_run_pinned_to_an_old_version_completes_correctly_while_clean_up_runs(sales, monkeypatch):
+    """A run of the two-day totals pins daily_sales when it starts; before it reads, another writer replaces the
+    pinned day's file and VACUUM runs: the pass skips the table for the running run, and a VACUUM that does run
+    keeps the replaced file for the retention, so the run reads its pinned rows and publishes them."""
+    import mesh_assets.run.body as body
+    from mesh_assets.maintenance.vacuum import vacuum_unless_read
+
+    sales.land("2021-06-01", [1, 2])
+    sales.land("2021-06-02", [10])
+    sales.materialize([DAILY], "2021-06-01", "2021-06-02")
+    pinned, where = version(sales, DAILY), "p_date = DATE'2021-06-02'"
+    compute, seen = body.compute, {}
+
+    def replaced_and_cleaned_before_reading(spark, registry, node, *args):
+        assert args[-1][("tr", "daily_sales")] == pinned  # the run's pinned input versions
+        rows = spark.read.format("delta").load(location(sales, DAILY)).where(where).localCheckpoint()
+        rows.withColumn("amount", rows["amount"] * 0 + 99).write.format("delta").mode("overwrite").option(
+            "replaceWhere", where
+        ).save(location(sales, DAILY))
+        keys = [DAILY, TWO_DAY]
+        seen["pass"] = vacuum_unless_read(spark, sales.instance, location(sales, DAILY), 168, S3Settings(), keys)
+        seen["vacuum"] = vacuum(spark, location(sales, DAILY), 168, S3Settings())
+        return compute(spark, registry, node, *args)
+
+    monkeypatch.setattr(body, "compute", replaced_and_cleaned_before_reading)
+    assert sales.materialize([TWO_DAY], "2021-06-02").success
+
+    assert seen["pass"].skipped.startswith("read by running run(s) ")
+    assert seen["vacuum"].skipped is None and version(sales, DAILY) > pinned
+    assert sales.amounts(TWO_DAY) == {"2021-06-02": 13}  # 1 + 2 + 10, as pinned; not the 99 written meanwhile
+    assert sales.amounts(DAILY)["2021-06-02"] == 99
 
 
 def test_restore_brings_a_bad_publish_back_marks_readers_suspect_and_a_backfill_clears_them(sales, capsys):
@@ -227,3 +269,54 @@ def test_restore_brings_a_bad_publish_back_marks_readers_suspect_and_a_backfill_
     refused = " ".join(capsys.readouterr().out.split())
     assert f"tr.daily_sales version {good + 1} was cleaned up" in refused and "nothing restored" in refused
     assert version(sales, DAILY) == cleaned  # nothing restored
+
+
+KR = Path(__file__).resolve().parents[1] / "fixtures" / "kind_readers" / "domains"
+STATUS = dg.AssetKey(["kr", "order_status"])
+STATUS_COUNTS = dg.AssetKey(["kr", "status_counts"])
+
+
+def test_restore_of_a_merge_table_withdraws_the_later_runs_and_marks_their_readers_suspect(sales, monkeypatch, capsys):
+    """A merge table's files are not laid out by day: the partitions a restore takes back are those the withdrawn
+    commits published, each recorded with the restore's data version, and what read them is suspect."""
+    from test_kind_readers import Orders
+
+    monkeypatch.setenv("MESH_DOMAINS_DIR", str(KR))
+    get_settings.cache_clear()
+    orders = Orders(sales.spark, Path(sales.mesh.warehouse).parent)
+    orders.instance = sales.instance
+    orders.land("2021-06-01", [(1, "placed", 1), (2, "placed", 1)])
+    for key in (STATUS, STATUS_COUNTS):
+        assert orders.materialize(key, "2021-06-01").success
+    good = version(orders, STATUS)
+    orders.land("2021-06-02", [(1, "lost", 2)])  # a bad update, applied and read downstream
+    for key in (STATUS, STATUS_COUNTS):
+        assert orders.materialize(key, "2021-06-02").success
+    assert orders.counts() == {"lost": 1, "placed": 1}
+    one_day = dg.AssetRecordsFilter(asset_key=STATUS, asset_partitions=["2021-06-01"])
+    [day_one] = sales.instance.fetch_materializations(one_day, 1).records
+
+    assert main(["restore", "kr/order_status", "--to-version", str(good)]) == 0
+
+    printed = capsys.readouterr().out
+    restored = version(orders, STATUS)
+    assert restored == good + 2
+    assert f"kr.order_status: restored to version {good} as version {restored}; partitions: 2021-06-02" in printed
+    assert "kr/status_counts 2021-06-02: suspect" in printed
+    rows = sales.spark.read.format("delta").load(location(orders, STATUS)).collect()
+    assert {(r["order_id"], r["status"]) for r in rows} == {(1, "placed"), (2, "placed")}
+    [record] = sales.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=STATUS, asset_partitions=["2021-06-02"]), 1
+    ).records
+    event = record.asset_materialization
+    assert event.tags[DATA_VERSION_TAG] == f"delta-v{restored}"
+    assert event.metadata["restored_to_version"].value == good and event.metadata["table_rows"].value == 2
+    [first] = sales.instance.fetch_materializations(one_day, 1).records
+    assert first.storage_id == day_one.storage_id  # the day the kept version applied is not published again
+    state, description = validity(orders, STATUS_COUNTS)["2021-06-02"]
+    assert state == "failed" and description.startswith("suspect: computed from invalid kr/order_status 2021-06-02")
+    assert validity(orders, STATUS_COUNTS)["2021-06-01"] == ("passed", None)  # computed before the bad run
+
+    assert orders.materialize(STATUS_COUNTS, "2021-06-02").success  # the downstream backfill
+    assert validity(orders, STATUS_COUNTS)["2021-06-02"] == ("passed", None)
+    assert orders.counts() == {"placed": 2}

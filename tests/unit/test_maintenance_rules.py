@@ -129,6 +129,47 @@ def test_a_retired_table_goes_only_past_its_retention_and_a_dry_run_deletes_noth
     assert not Path(old).exists() and Path(registry.location("mt", "events")).exists()
 
 
+def test_a_retired_output_leaves_the_code_location_and_maintenance(capsys, monkeypatch, tmp_path):
+    """Its asset, checks and jobs' tables are gone from the location; the product's active outputs stay; `mesh
+    maintain` names it and passes it by, and `mesh restore` refuses it."""
+    import dagster as dg
+
+    from mesh_assets.definitions import mesh_definitions
+
+    defs = mesh_definitions(MT)
+    keys = set(defs.resolve_asset_graph().get_all_asset_keys())
+    assert dg.AssetKey(["mt", "events"]) in keys and dg.AssetKey(["mt", "old_events"]) not in keys
+    assert dg.AssetKey(["mt", "raw_events"]) in keys  # what it read stays, for the products still reading it
+    for name, value in {"MESH_DOMAINS_DIR": MT, "MESH_WAREHOUSE": tmp_path, "MESH_DBT_PROJECT_DIR": tmp_path}.items():
+        monkeypatch.setenv(name, str(value))
+    get_settings.cache_clear()
+    assert main(["restore", "mt/old_events", "--to-version", "0"]) == 2
+    assert "mt/old_events is retired: it has no asset to restore" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_retired_table_a_product_still_reads_is_kept_past_its_retention(tmp_path):
+    """A reader validation refuses (its domain's location does not load) still keeps the table it reads."""
+    import shutil
+
+    domains = tmp_path / "domains"
+    shutil.copytree(MT, domains)
+    (domains / "mt" / "late.py").write_text(
+        "from mesh_assets import Input, Output, Product, chat\n"
+        "late = Product('late', owner='mt@example.com', contacts=[chat('#mt')], start_date='2021-06-01')\n"
+        "@late.transformation(Output(table='late_reader'), inputs={'old': Input(table='old_events')})\n"
+        "def late_reader(old):\n"
+        "    return old\n"
+    )
+    graph = MeshGraph(load_all(domains))
+    registry = TableRegistry(str(tmp_path / "warehouse"))
+    old = registry.location("mt", "old_events")
+    write(old, [1])
+    backdate(old, days=30)
+
+    [kept] = retired_tables(graph, list(graph.tables.values()), registry, MaintenanceSettings())
+    assert not kept.deletable and kept.why == "read by mt.late_reader"
+
+
 def test_maintenance_waits_for_the_tables_pool_a_writer_holds(tmp_path):
     """A writer's step holds the table's pool: maintenance does not start on the table until it is freed, and
     frees the slot it took when done."""
