@@ -14,10 +14,19 @@ from receiver import json_receiver
 ROOT = Path(__file__).resolve().parents[1]
 HEAVIEST_FIRST = ("e2e", "slow", "spark")
 """Markers by the time a test costs: servers it starts, then seconds of its own, then the shared SparkSession."""
+LONGEST_FIRST = (
+    "tests/integration/test_kind_deployment.py",  # a webserver, a daemon, two code servers: 314 s under load
+    "tests/e2e/test_first_run.py",  # `make demo` over seven days, then the README's commands: 206 s setup
+    "tests/e2e/test_operator_ui.py",  # five code servers, a webserver, a daemon, Chromium: 111 s
+    "tests/integration/test_backfill_daemon.py",  # a webserver, a daemon, a code server: 103 s
+)
+"""The files that took longest in the last whole run (``--durations``, 3 workers), longest first: they start
+before every other file, whatever their markers, so that none of them starts last and runs alone at the end."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Test files whose tests start servers run first, then slow files, then Spark files, then the rest.
+    """The :data:`LONGEST_FIRST` files run first, then test files whose tests start servers, then slow files,
+    then Spark files, then the rest.
 
     Under ``--dist loadfile`` (``make test``) each worker takes the next file in this order, so the files that
     take minutes overlap with each other and the many short files fill in at the end, rather than one long
@@ -33,7 +42,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.nodeid.split("::", 1)[0]
         files[path] = min(files.get(path, len(HEAVIEST_FIRST)), tier(item))
     order = {path: i for i, path in enumerate(files)}
-    items.sort(key=lambda item: (files[path := item.nodeid.split("::", 1)[0]], order[path]))
+    first = {path: i for i, path in enumerate(LONGEST_FIRST)}
+
+    def rank(item: pytest.Item) -> tuple[int, int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return first.get(path, len(first)), files[path], order[path]
+
+    items.sort(key=rank)
 
 
 SHARING_SESSION_FIXTURES = {
@@ -61,9 +76,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     place of its first file in the collection's order; every other file is a unit of its own, as loadfile makes it."""
     if config.getvalue("dist") != "loadfile":
         return None
-    missing = [path for path in TOGETHER if not (ROOT / path).is_file()]
+    missing = [path for path in [*TOGETHER, *LONGEST_FIRST] if not (ROOT / path).is_file()]
     if missing:
-        raise pytest.UsageError(f"SHARING_SESSION_FIXTURES names files that do not exist: {missing}")
+        raise pytest.UsageError(f"SHARING_SESSION_FIXTURES or LONGEST_FIRST names files that do not exist: {missing}")
     from xdist.scheduler import LoadFileScheduling
 
     class SharedFixturesTogether(LoadFileScheduling):

@@ -106,7 +106,7 @@ def dagster_webserver(workspace_yaml: Path, env: Mapping[str, str], log: Path, t
                 raise TimeoutError(
                     f"the webserver did not load {workspace_yaml} in {timeout:.0f}s:\n{processes.tail(log)}"
                 )
-            time.sleep(1)
+            time.sleep(0.25)
         yield url
     finally:
         processes.stop(process)

@@ -129,7 +129,7 @@ class DagsterServices:
             self.check_alive()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what} not ready after {timeout:.0f}s; logs in {self.logs}")
-            time.sleep(1)
+            time.sleep(0.25)
 
     def locations_loaded(self) -> bool:
         """True when the webserver has loaded every location; a location that failed to load fails the test."""

@@ -235,7 +235,7 @@ def wait_for_backfill(world: OperatorWorld, backfill_id: str) -> BackfillProgres
         if progress.finished:
             return progress
         assert time.monotonic() < deadline, f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT}s: {progress}"
-        time.sleep(3)
+        time.sleep(1)
 
 
 def test_an_invalidated_day_shows_its_failed_valid_check(world, browser_page, screenshots, monkeypatch, capsys):

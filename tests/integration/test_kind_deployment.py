@@ -141,7 +141,7 @@ def finished(deployment: dict[str, str], instance: dg.DagsterInstance, backfill_
     deadline = time.monotonic() + 600
     while not backfill_progress(webserver, backfill_id).finished:
         assert time.monotonic() < deadline, "the backfill did not finish"
-        time.sleep(2)
+        time.sleep(0.5)
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
     assert runs, "the daemon launched no run"
     failures = [f for r in runs for f in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)]
