@@ -226,7 +226,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 @pytest.fixture(scope="module")
 def browser_page(dagster_services: DagsterServices) -> Iterator:
     """One Chromium page for the module (Debian's browser: Playwright never downloads one)."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: `make services` installs Debian's chromium"
     with sync_playwright() as playwright:
@@ -235,5 +235,6 @@ def browser_page(dagster_services: DagsterServices) -> Iterator:
         context.add_init_script(UI_PREFERENCES)
         page = context.new_page()
         page.set_default_timeout(60_000)
+        expect.set_options(timeout=60_000)  # assertions wait as long as actions: 5 s is short on a busy machine
         yield page
         browser.close()
