@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from mesh_assets.model.names import check_identifier
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import is_delta_table
+from mesh_assets.storage.environment import Environment
 
 
 class TableNotFoundError(LookupError):
@@ -41,8 +42,13 @@ class TableRegistry:
     warehouse: str
     s3: S3Settings = field(default_factory=S3Settings)
     """How an object-store warehouse is reached (endpoint, region); a local one needs nothing."""
+    environment: Environment | None = None
+    """An environment's overlay: the tables it computes live under its own root, every other one in
+    ``warehouse``, read in place."""
 
     def location(self, domain: str, table: str) -> str:
+        if self.environment is not None and self.environment.computes(domain, table):
+            return self.environment.location(domain, table)
         return f"{self.warehouse.rstrip('/')}/{check_identifier(domain)}/{check_identifier(table)}"
 
     def exists(self, spark: SparkSession, domain: str, table: str) -> bool:
