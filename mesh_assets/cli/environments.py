@@ -115,6 +115,33 @@ def _range(graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace)
     return (end - timedelta(days=max(args.days, 1) - 1)).isoformat(), end.isoformat()
 
 
+def widened(
+    graph: AssetGraph, chosen: Chosen, bounds: dict[dg.AssetKey, dg.PartitionKeyRange]
+) -> dict[dg.AssetKey, dg.PartitionKeyRange]:
+    """Each computed table's range, reaching back as far as its readers in the environment read it (a ``last(7)``
+    reader of the range's first day needs the six days before): a table the environment computes without a clone
+    has only the partitions computed there. A cloned table has production's past already."""
+    import dagster as dg
+
+    out = dict(bounds)
+    for key in reversed(chosen.keys):
+        pdef = graph.get(key).partitions_def
+        if key in chosen.cloned or key not in out or pdef is None:
+            continue
+        keys = set(pdef.get_partition_keys_in_range(out[key]))
+        for child in graph.get(key).child_keys:
+            child_def = graph.get(child).partitions_def
+            if child == key or child not in out or child_def is None:
+                continue
+            subset = child_def.empty_subset().with_partition_keys(child_def.get_partition_keys_in_range(out[child]))
+            mapping = graph.get_partition_mapping(child, key)
+            found = mapping.get_upstream_mapped_partitions_result_for_partitions(subset, child_def, pdef)
+            keys |= set(found.partitions_subset.get_partition_keys())
+        ordered = sorted(keys)
+        out[key] = dg.PartitionKeyRange(ordered[0], ordered[-1])
+    return out
+
+
 def _clone(env: Environment, key: dg.AssetKey, production: str) -> int | None:
     """Start the environment's ``key`` from a shallow clone of production's latest version (None: no table)."""
     from mesh_assets.settings import get_settings
@@ -188,6 +215,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     except (BackfillError, ValueError) as exc:
         console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
         return 2
+    bounds = widened(graph, chosen, bounds)
     root = environments_dir(settings.home) / args.env
     if root.exists():
         drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only
