@@ -37,16 +37,71 @@ def add_apply_arguments(apply: argparse.ArgumentParser) -> None:
     apply.add_argument("--from", dest="start", metavar="DAY", help="with --env: the first partition day")
     apply.add_argument("--to", dest="end", metavar="DAY", help="with --env: the last partition day")
     apply.add_argument("--days", type=int, default=3, help="with --env and no --from: the last N days (default 3)")
+    apply.add_argument(
+        "--from-env",
+        metavar="NAME",
+        help="publish what environment NAME computed with today's code and inputs first, then launch the rest",
+    )
 
 
 def cmd_apply(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.cli import change
     from mesh_assets.cli.commands import persistent_instance
 
-    if not args.env:
-        return change.cmd_apply(args, console)
-    with persistent_instance() as instance:
-        return build(args, console, instance)
+    if args.env and args.from_env:
+        console.print("[red]error[/red] --env builds an environment, --from-env promotes one: give one of them")
+        return 2
+    if args.env:
+        with persistent_instance() as instance:
+            return build(args, console, instance)
+    if args.from_env:
+        with persistent_instance() as instance:
+            code = promote_from(args, console, instance)
+        if code is not None:
+            return code
+    return change.cmd_apply(args, console)
+
+
+def promote_from(args: argparse.Namespace, console: Console, instance: dg.DagsterInstance) -> int | None:
+    """``mesh apply --from-env NAME``: promote what the environment computed that production would compute the
+    same way now; None when ``mesh apply`` should go on to launch the rest, an exit code when it should stop."""
+    import dagster as dg
+
+    from mesh_assets.change.promote import promote
+    from mesh_assets.cli.change import plan_and_side
+    from mesh_assets.definitions import mesh_definitions
+    from mesh_assets.model.grain import Grain
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import EnvironmentRefused, environments_dir, load
+    from mesh_assets.storage.tables import TableRegistry
+
+    settings = get_settings()
+    try:
+        env = load(environments_dir(settings.home) / args.from_env)
+    except EnvironmentRefused as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    made = plan_and_side(args.base, instance)
+    if isinstance(made, list):
+        for problem in made:
+            console.print(f"[red]error[/red] {problem}", highlight=False)
+        return 2
+    plan, side, graph = made
+    if plan.refused:
+        return None  # mesh apply refuses it, and says why
+    graph = graph or mesh_definitions().resolve_asset_graph()
+    columns = {t.key: t.partition_column for t in side.tables.values() if t.grain is Grain.DAILY and not t.regions}
+    own = dg.DagsterInstance.from_config(str(env.dagster_home))
+    production = TableRegistry(settings.warehouse_uri, settings.s3)
+    done = promote(env, graph, own, instance, production, columns, dry_run=args.dry_run)
+    verb = "would promote" if args.dry_run else "promoted"
+    for key, (keys, version) in done.promoted.items():
+        at = f" (Delta version {version})" if version is not None else ""
+        console.print(f"  {verb} {key.to_user_string()} {', '.join(keys)} from {env.name}{at}", highlight=False)
+    for key, left in done.left.items():
+        for partition, why in sorted(left.items()):
+            console.print(f"  not promoted {key.to_user_string()} {partition}: {why}", highlight=False)
+    return None
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -188,6 +243,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     from mesh_assets.cli.change import plan_and_side, print_change_plan
     from mesh_assets.definitions import executable_assets, mesh_definitions
     from mesh_assets.settings import get_settings, scoped_environ
+    from mesh_assets.storage.delta import version_or_none
     from mesh_assets.storage.environment import Environment, drop, environments_dir
     from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.tables import TableRegistry
@@ -233,7 +289,10 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     env.save()
     prod = TableRegistry(settings.warehouse_uri, settings.s3)
     versions = {"/".join(k.path): v for k in chosen.cloned if (v := _clone(env, k, prod.location(*k.path))) is not None}
-    env = replace(env, clone_versions=versions)
+    parents = {p for k in chosen.keys for p in graph.get(k).parent_keys if "/".join(p.path) not in env.tables}
+    current = {"/".join(p.path): version_or_none(prod.location(*p.path), settings.s3) for p in parents}
+    reads = {ref: v for ref, v in current.items() if v is not None}
+    env = replace(env, clone_versions=versions, reads=reads)
     env.save()
     write_workspace(env, settings.domains_dir)
     console.print(f"Environment {env.name}: {len(chosen.keys)} table(s), {start}..{end}, under {env.root}")

@@ -36,6 +36,9 @@ class Environment:
     end: str | None = None
     base: str = "instance"
     clone_versions: dict[str, int] = field(default_factory=dict)
+    reads: dict[str, int] = field(default_factory=dict)
+    """The production version of each table the environment reads in place, when it was built: what promotion
+    compares with to tell an input that moved since."""
 
     @property
     def warehouse(self) -> str:

@@ -5,6 +5,7 @@ environment alone."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -161,3 +162,63 @@ def test_drop_deletes_the_environment_alone(production: Production):
     assert production.events() == events
     daily = production.read(production.mesh.registry.location("tr", "daily_sales"), "amount")
     assert daily == {"2021-06-01": 3, "2021-06-02": 3, "2021-06-03": 9, "2021-06-04": 6}
+
+
+def test_promotion_publishes_what_the_environment_computed_and_leaves_a_moved_input_to_recompute(
+    production: Production, monkeypatch: pytest.MonkeyPatch
+):
+    """Runs last: it changes production, as a promotion does."""
+    from rich.console import Console
+
+    from mesh_assets.cli.change import make_plan
+    from mesh_assets.cli.environments import promote_from
+    from mesh_assets.compat import DATA_VERSION_TAG, AssetCheckExecutionRecordStatus
+    from mesh_assets.model.grain import Grain
+    from mesh_assets.model.partitions import PartitionRange
+    from mesh_assets.storage.writer import replace_predicate
+
+    sales = production.domains / "tr" / "sales.py"
+    edit(sales, 'raw.agg(F.sum("amount").alias("amount"))', 'raw.agg((F.sum("amount") * 10).alias("amount"))')
+    assert main(["apply", "--env", "promo", "--from", "2021-06-03", "--to", "2021-06-04"]) == 0
+    spark = production.mesh.spark
+    moved = spark.createDataFrame([(0, 7, date(2021, 6, 4))], "id bigint, amount bigint, p_date date")
+    where = replace_predicate("p_date", PartitionRange.from_keys(Grain.DAILY, "2021-06-04", "2021-06-04"))
+    moved.write.format("delta").mode("overwrite").option("replaceWhere", where).save(
+        production.mesh.registry.location("tr", "raw_sales")
+    )  # day 4 re-landed in production after the environment read it
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("promotion started Spark")
+
+    monkeypatch.setattr("mesh_assets.engine.session.get_spark", no_spark)
+    args = argparse.Namespace(from_env="promo", base=None, dry_run=False)
+    assert promote_from(args, Console(width=200), production.instance) is None
+    monkeypatch.undo()
+
+    daily = production.read(production.mesh.registry.location("tr", "daily_sales"), "amount")
+    assert daily == {"2021-06-01": 3, "2021-06-02": 30, "2021-06-03": 90, "2021-06-04": 6}  # day 4's input moved
+    assert production.read(production.mesh.registry.location("tr", "two_day_sales"), "amount")["2021-06-03"] == 120
+    assert production.read(production.mesh.registry.location("rep", "daily_report"), "amount") == {
+        "2021-06-01": 3,
+        "2021-06-02": 3,
+        "2021-06-03": 90,
+        "2021-06-04": 6,
+    }
+    key = dg.AssetKey(["tr", "daily_sales"])
+    record = production.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=["2021-06-03"]), limit=1
+    ).records[0]
+    version = open_table(production.mesh.registry.location("tr", "daily_sales"), production.mesh.settings.s3).version()
+    assert record.asset_materialization.tags[DATA_VERSION_TAG] == f"delta-v{version}"  # one commit for days 2 and 3
+    (check,) = production.instance.event_log_storage.get_asset_check_partition_info(
+        [dg.AssetCheckKey(key, "not_null_amount")], partition_keys=["2021-06-03"]
+    )
+    assert check.latest_execution_status == AssetCheckExecutionRecordStatus.SUCCEEDED and check.is_current
+
+    plan = make_plan(None, production.instance)  # what mesh apply launches next: only what was not promoted
+    edit(sales, 'raw.agg((F.sum("amount") * 10).alias("amount"))', 'raw.agg(F.sum("amount").alias("amount"))')
+    left = {
+        r.asset.key.to_user_string(): {k for span in r.asset.ranges for k in (span.start, span.end)}
+        for r in plan.recompute
+    }
+    assert left["tr/daily_sales"] == {"2021-06-01", "2021-06-04"}
