@@ -244,7 +244,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     from mesh_assets.definitions import executable_assets, mesh_definitions
     from mesh_assets.settings import get_settings, scoped_environ
     from mesh_assets.storage.delta import version_or_none
-    from mesh_assets.storage.environment import Environment, drop, environments_dir
+    from mesh_assets.storage.environment import Environment, EnvironmentRefused, drop, environments_dir
     from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.tables import TableRegistry
 
@@ -274,7 +274,11 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     bounds = widened(graph, chosen, bounds)
     root = environments_dir(settings.home) / args.env
     if root.exists():
-        drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only
+        try:
+            drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only
+        except EnvironmentRefused as exc:
+            console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+            return 2
     env = Environment(
         name=args.env,
         root=str(root),
@@ -321,6 +325,9 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
                     done = "built" if result.success else "[red]failed[/red]"
                     failed += not result.success
                     console.print(f"  {done} {key.to_user_string()} (run {result.run_id})", highlight=False)
+                    for event in result.all_events if not result.success else []:
+                        if event.is_step_failure and event.step_failure_data.error is not None:
+                            console.print(f"    {event.step_failure_data.error.message.strip()}", highlight=False)
         finally:
             get_settings.cache_clear()
     console.print(f"Open it: mesh env ui {env.name}   Drop it: mesh env drop {env.name}", highlight=False)
@@ -364,6 +371,7 @@ def cmd_env_ui(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
     workspace = write_workspace(env, settings.domains_dir)
+    env.dagster_home.mkdir(parents=True, exist_ok=True)
     command = [str(Path(sys.executable).with_name("dagster")), "dev", "-w", str(workspace)]
     command += ["-h", "127.0.0.1", "-p", str(args.port)]
     console.print(f"Dagster UI over environment {env.name} on http://127.0.0.1:{args.port}; Ctrl-C stops it")
