@@ -265,6 +265,11 @@ class MeshSettings(BaseSettings):
     ``DAGSTER_PG_DB``, read by Dagster when the instance loads."""
     s3: S3Settings = Field(default_factory=S3Settings)
     compute_logs: ComputeLogSettings = Field(default_factory=ComputeLogSettings)
+    environment: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
+    """A named environment (``MESH_ENVIRONMENT``, set by ``mesh apply --env``): the tables it computes are read and
+    written under ``<home>/envs/<name>/warehouse``, every other table is read in place from this warehouse, and its
+    runs are recorded on its own instance (``<home>/envs/<name>/dagster``), with automation, alerts, scheduled
+    maintenance and lineage delivery off, so it never writes, records or triggers anything in production."""
     discovery_timeout_seconds: float = Field(default=60.0, gt=0)
     """How long one domain's Python files may take to load in their own process before the domain is reported
     as hanging (its tables unknown to the others; see ``mesh_assets/graph/isolate.py``)."""
@@ -291,6 +296,20 @@ class MeshSettings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _an_environment_stays_apart(self) -> Self:
+        if self.environment is not None:
+            self.automation.enabled = False
+            self.alerts.enabled = False
+            self.maintenance.scheduled = False
+            self.lineage.transport = "none"
+        return self
+
+    @property
+    def environment_dir(self) -> Path | None:
+        """The environment's own folder (its tables, instance and manifest); None in production."""
+        return None if self.environment is None else self.home / "envs" / self.environment
+
     @property
     def connect(self) -> bool:
         """Whether Spark is reached through Spark Connect (``sc://``)."""
@@ -313,11 +332,11 @@ class MeshSettings(BaseSettings):
 
     @property
     def dagster_home(self) -> Path:
-        return self.home / "dagster"
+        return (self.environment_dir or self.home) / "dagster"
 
     @property
     def lineage_dir(self) -> Path:
-        return self.home / "lineage"
+        return (self.environment_dir or self.home) / "lineage"
 
 
 @lru_cache(maxsize=1)

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     import dagster as dg
     from rich.console import Console
 
-    from mesh_assets.change import ChangePlan, TableDiff
+    from mesh_assets.change import ChangePlan, Side, TableDiff
+    from mesh_assets.compat import AssetGraph
 
 MARK = {"added": "+", "removed": "-", "changed": "~"}
 BASE_HELP = "a git ref to compare with, e.g. origin/main (default: what the instance last published)"
@@ -38,7 +39,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="launch exactly the partitions `mesh plan` lists as one Dagster backfill",
         description="Plans as `mesh plan` does and launches its partitions as one asset backfill through the Dagster "
         "webserver (the dagster.url setting), visible and cancellable on the Backfills page; the daemon executes "
-        "it. Refuses a plan with a breaking change. --dry-run prints the plan and launches nothing.",
+        "it. Refuses a plan with a breaking change. --dry-run prints the plan and launches nothing. --env NAME "
+        "computes the plan's tables for a range of days into environment NAME instead, over production's data "
+        "read in place, on the environment's own instance (`mesh env`): production is never written.",
     )
     apply.add_argument("--base", help=BASE_HELP)
     apply.add_argument("--dry-run", action="store_true", help="print the plan, launch nothing")
@@ -47,6 +50,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | list[str]:
     """The plan of the working tree against ``base``; the problems instead when there is none to make."""
+    made = plan_and_side(base, instance)
+    return made if isinstance(made, list) else made[0]
+
+
+def plan_and_side(
+    base: str | None, instance: dg.DagsterInstance
+) -> tuple[ChangePlan, Side, AssetGraph | None] | list[str]:
+    """The plan, the working tree's mesh and its asset graph (None when nothing changed); or the problems."""
     from mesh_assets.change import (
         BaseUnavailable,
         InstanceRecords,
@@ -83,7 +94,7 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
         from mesh_assets.definitions import mesh_definitions
 
         graph = mesh_definitions().resolve_asset_graph()
-    return plan_change(base or "instance", products, tables, graph, instance, records)
+    return plan_change(base or "instance", products, tables, graph, instance, records), work, graph
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:

@@ -121,13 +121,16 @@ def instance_yaml(kind: str, settings: MeshSettings | None = None) -> str:
 
 
 def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:
-    """The instance under ``.mesh/dagster`` that ``make dev`` shows (``DAGSTER_HOME`` wins if set).
+    """The instance under ``.mesh/dagster`` that ``make dev`` shows (``DAGSTER_HOME`` wins if set); in an environment
+    (the ``environment`` setting), always the environment's own SQLite instance.
 
     ``kind`` (default: the ``instance`` setting) picks its storage; a ``dagster.yaml`` that mesh did not
     write, or whose marker line was removed, is left as it is.
     """
     settings = get_settings()
     home = Path(os.environ.get("DAGSTER_HOME") or settings.dagster_home)
+    if settings.environment is not None:  # an environment's own SQLite instance, never production's storage
+        home, kind = settings.dagster_home, "sqlite"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     wanted = instance_yaml(kind or settings.instance, settings)

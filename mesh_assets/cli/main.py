@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from mesh_assets.cli import change, health, maintenance, pause, trust
+from mesh_assets.cli import change, environments, health, maintenance, pause, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
 from mesh_assets.engine.jars import EXTRAS
@@ -30,6 +30,7 @@ EXAMPLES = {
     "health": "mesh health food_delivery/orders",
     "plan": "mesh plan --base HEAD",
     "apply": "mesh apply --base HEAD --dry-run",
+    "env": "mesh env list",
     "maintain": "mesh maintain --retired --dry-run",
     "restore": "mesh restore food_delivery/orders --to-version 3",
     "tables": "mesh tables --domain food_delivery",
@@ -160,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
     trust.add_parsers(sub)
     health.add_parser(sub)
     change.add_parsers(sub)
+    environments.add_parsers(sub)
     maintenance.add_parsers(sub)
     pause.add_parsers(sub)
     with_examples(root, sub.choices)

@@ -22,6 +22,7 @@ from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
+from mesh_assets.run.layers import records_for
 from mesh_assets.run.outcome import RunOutcome, merged
 from mesh_assets.run.readiness import landed_keys, table_watermarks, unready_partitions
 from mesh_assets.run.record import record
@@ -64,7 +65,8 @@ def run_output(
     rebuild = rebuild_requested(context.run.tags)
     kind = node.table.table_kind
     if kind.replay is not Replay.ANY and part is not None:
-        applied = context.instance.get_materialized_partitions(node.table.key)
+        records = records_for(context.instance, mesh.environment)(node.table)
+        applied = records.get_materialized_partitions(node.table.key)
         refuse_out_of_order(node.table, part, applied, rebuild)
     if part is None or len(part.values()) == 1 or not (reads_own_past(node) or kind.per_partition):
         return _run(context, mesh, node, consumers, part, rebuild=rebuild)
@@ -93,7 +95,10 @@ def _run(
     rebuild: bool,
 ) -> RunOutcome:
     watermark = table_watermarks(mesh.registry.location, mesh.settings.s3)
-    blocked = unready_partitions(context.instance, node, part, earlier or (), landed_keys(mesh), watermark)
+    records = records_for(context.instance, mesh.environment)
+    blocked = unready_partitions(
+        context.instance, node, part, earlier or (), landed_keys(mesh), watermark, records=records
+    )
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
         return RunOutcome(None, part, [], {}, blocked=blocked)
@@ -107,7 +112,7 @@ def _run(
         blocked,
         node.withheld,
     )
-    if engine_mode(node, settings) is EngineMode.SUBMIT:
+    if engine_mode(node, settings) is EngineMode.SUBMIT and settings.environment is None:  # an environment runs here
         from mesh_assets.run.submit import launch
 
         return launch(context, mesh, node, plan)

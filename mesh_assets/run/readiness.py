@@ -260,12 +260,22 @@ def unready_partitions(
     earlier: Iterable[str] = (),
     landed: Landed | None = None,
     watermark: Watermark | None = None,
+    *,
+    records: Callable[[Table], Any] | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons;
-    ``earlier``: its own partitions this run already published (read by a ``previous`` window)."""
+    ``earlier``: its own partitions this run already published (read by a ``previous`` window); ``records``: whose
+    records stand for each input (an environment's, :mod:`mesh_assets.run.layers`), else ``instance``'s."""
     reads = [(read.input, read.table) for read in node.reads]
     return unready(
-        instance, reads, part, earlier, landed, watermark=watermark, default_hours=node.product.input_freshness_hours
+        instance,
+        reads,
+        part,
+        earlier,
+        landed,
+        watermark=watermark,
+        default_hours=node.product.input_freshness_hours,
+        records=records,
     )
 
 
@@ -279,6 +289,7 @@ def unready(
     watermark: Watermark | None = None,
     default_hours: float | None = None,
     now: datetime | None = None,
+    records: Callable[[Table], Any] | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
 
@@ -296,7 +307,7 @@ def unready(
     for inp, upstream in reads:
         windows = {p.grain.key(p.start) if p else None: (p, window_keys(inp, upstream, p)) for p in outputs}
         every = None if any(k is None for _, k in windows.values()) else {k for _, ks in windows.values() for k in ks}
-        known = _Input(instance, inp, upstream, every, landed, default_hours)
+        known = _Input(records(upstream) if records else instance, inp, upstream, every, landed, default_hours)
         for output_key, (output, keys) in windows.items():
             problems = known.problems(keys, done if inp.window.skips_current else set())
             if keys is None and not problems and known.ever_published:

@@ -15,6 +15,7 @@ from mesh_assets.settings import MeshSettings, get_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from mesh_assets.storage.environment import Environment
     from mesh_assets.storage.tables import TableRegistry
 
 
@@ -38,7 +39,15 @@ class MeshResource(dg.ConfigurableResource):
         from mesh_assets.storage.tables import TableRegistry
 
         settings = self.settings
-        return TableRegistry(self.warehouse or settings.warehouse_uri, settings.s3)
+        return TableRegistry(self.warehouse or settings.warehouse_uri, settings.s3, self.environment)
+
+    @property
+    def environment(self) -> Environment | None:
+        """The environment runs are in (the ``environment`` setting), read from its manifest; None in production."""
+        from mesh_assets.storage.environment import load
+
+        folder = self.settings.environment_dir
+        return None if folder is None else load(folder)
 
 
 def get_spark() -> SparkSession:

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from mesh_assets.model.names import check_identifier
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import is_delta_table
+from mesh_assets.storage.environment import Environment
 
 
 class TableNotFoundError(LookupError):
@@ -36,13 +37,30 @@ def _registered_location(spark: SparkSession, domain: str, table: str) -> str | 
     return None
 
 
+def _table_exists(spark: SparkSession, domain: str, table: str) -> bool:
+    """Whether the catalog has ``domain.table``; an entry whose Delta table was deleted since (a dropped
+    environment's) is forgotten, as Spark cannot even tell it exists."""
+    try:
+        return spark.catalog.tableExists(f"{domain}.{table}")
+    except AnalysisException as exc:
+        if exc.getCondition() != "DELTA_PATH_DOES_NOT_EXIST":
+            raise
+    spark.sql(f"DROP TABLE IF EXISTS `{domain}`.`{table}`")
+    return False
+
+
 @dataclass
 class TableRegistry:
     warehouse: str
     s3: S3Settings = field(default_factory=S3Settings)
     """How an object-store warehouse is reached (endpoint, region); a local one needs nothing."""
+    environment: Environment | None = None
+    """An environment's overlay: the tables it computes live under its own root, every other one in
+    ``warehouse``, read in place."""
 
     def location(self, domain: str, table: str) -> str:
+        if self.environment is not None and self.environment.computes(domain, table):
+            return self.environment.location(domain, table)
         return f"{self.warehouse.rstrip('/')}/{check_identifier(domain)}/{check_identifier(table)}"
 
     def exists(self, spark: SparkSession, domain: str, table: str) -> bool:
@@ -57,13 +75,13 @@ class TableRegistry:
         name = f"{check_identifier(domain)}.{check_identifier(table)}"
         location = self.location(domain, table)
         names = _SESSION_NAMES.setdefault(spark, {})
-        if names.get(name) == location and spark.catalog.tableExists(name):
+        if names.get(name) == location and _table_exists(spark, domain, table):
             return name
         if not is_delta_table(spark, location):
             raise TableNotFoundError(f"table {name} has no Delta table at {location} yet")
         if not spark.catalog.databaseExists(domain):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS `{domain}`")
-        if spark.catalog.tableExists(name):
+        if _table_exists(spark, domain, table):
             if _registered_location(spark, domain, table) in {location, f"file:{location}"}:
                 names[name] = location  # a session sharing the catalog registered this very table
                 return name

@@ -54,6 +54,7 @@ OTHER_INPUT = {
     "lineage": (["lineage", "sales.nowhere"], {}, "no lineage node 'sales.nowhere'"),
     "pause": (["pause", "sales/nowhere", "--reason", "migration"], {}, "no product 'sales/nowhere' with outputs"),
     "resume": (["resume", "sales/nowhere"], {}, "no product 'sales/nowhere' with outputs"),
+    "env": (["env", "drop", "nowhere"], {}, "'nowhere' is not an environment under"),
 }
 """Commands that read no specs (or only the catalog, as ``pause``): their own bad input, and the message naming
 it."""

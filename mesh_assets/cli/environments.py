@@ -1,0 +1,379 @@
+"""Environments: ``mesh apply --env NAME`` builds the working tree's change into a named environment over production's
+data, ``mesh env list``, ``mesh env drop NAME`` and ``mesh env ui NAME``.
+
+The changed tables and their readers (as ``mesh plan`` finds them) are computed for a partition range under the
+environment's own root and recorded on its own instance; every other table is read in place from production. A
+changed table that reads its own past (a ``previous`` window) or applies its partitions as a state (``merge``,
+``history``, ``changes``) starts from a Delta shallow clone of production: the clone's log points at production's
+files, nothing is copied, and production's table is never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import dagster as dg
+    from rich.console import Console
+
+    from mesh_assets.change import Side
+    from mesh_assets.compat import AssetGraph
+    from mesh_assets.storage.environment import Environment
+
+ENV_VARIABLE = "MESH_ENVIRONMENT"
+
+
+def add_apply_arguments(apply: argparse.ArgumentParser) -> None:
+    """``mesh apply``'s environment options; with ``--env`` it builds the environment instead of launching."""
+    apply.set_defaults(handler=cmd_apply)
+    apply.add_argument("--env", metavar="NAME", help="build the change into environment NAME instead of production")
+    apply.add_argument("--from", dest="start", metavar="DAY", help="with --env: the first partition day")
+    apply.add_argument("--to", dest="end", metavar="DAY", help="with --env: the last partition day")
+    apply.add_argument("--days", type=int, default=3, help="with --env and no --from: the last N days (default 3)")
+    apply.add_argument(
+        "--from-env",
+        metavar="NAME",
+        help="publish what environment NAME computed with today's code and inputs first, then launch the rest",
+    )
+
+
+def cmd_apply(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.cli import change
+    from mesh_assets.cli.commands import persistent_instance
+
+    if args.env and args.from_env:
+        console.print("[red]error[/red] --env builds an environment, --from-env promotes one: give one of them")
+        return 2
+    if args.env:
+        with persistent_instance() as instance:
+            return build(args, console, instance)
+    if args.from_env:
+        with persistent_instance() as instance:
+            code = promote_from(args, console, instance)
+        if code is not None:
+            return code
+    return change.cmd_apply(args, console)
+
+
+def promote_from(args: argparse.Namespace, console: Console, instance: dg.DagsterInstance) -> int | None:
+    """``mesh apply --from-env NAME``: promote what the environment computed that production would compute the
+    same way now; None when ``mesh apply`` should go on to launch the rest, an exit code when it should stop."""
+    import dagster as dg
+
+    from mesh_assets.change.promote import promote
+    from mesh_assets.cli.change import plan_and_side
+    from mesh_assets.definitions import mesh_definitions
+    from mesh_assets.model.grain import Grain
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import EnvironmentRefused, environments_dir, load
+    from mesh_assets.storage.tables import TableRegistry
+
+    settings = get_settings()
+    try:
+        env = load(environments_dir(settings.home) / args.from_env)
+    except EnvironmentRefused as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    made = plan_and_side(args.base, instance)
+    if isinstance(made, list):
+        for problem in made:
+            console.print(f"[red]error[/red] {problem}", highlight=False)
+        return 2
+    plan, side, graph = made
+    if plan.refused:
+        return None  # mesh apply refuses it, and says why
+    graph = graph or mesh_definitions().resolve_asset_graph()
+    columns = {t.key: t.partition_column for t in side.tables.values() if t.grain is Grain.DAILY and not t.regions}
+    own = dg.DagsterInstance.from_config(str(env.dagster_home))
+    production = TableRegistry(settings.warehouse_uri, settings.s3)
+    done = promote(env, graph, own, instance, production, columns, dry_run=args.dry_run)
+    verb = "would promote" if args.dry_run else "promoted"
+    for key, (keys, version) in done.promoted.items():
+        at = f" (Delta version {version})" if version is not None else ""
+        console.print(f"  {verb} {key.to_user_string()} {', '.join(keys)} from {env.name}{at}", highlight=False)
+    for key, left in done.left.items():
+        for partition, why in sorted(left.items()):
+            console.print(f"  not promoted {key.to_user_string()} {partition}: {why}", highlight=False)
+    return None
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    add_apply_arguments(sub.choices["apply"])
+    env = sub.add_parser(
+        "env",
+        help="list, drop and open the environments `mesh apply --env NAME` builds",
+        description="Environments hold a change's tables computed over production's inputs, under "
+        "<home>/envs/<name>, with their own Dagster instance: production is never written.",
+    )
+    actions = env.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="every environment: its tables and range").set_defaults(handler=cmd_env_list)
+    dropping = actions.add_parser("drop", help="delete an environment's own folder (tables, instance) only")
+    dropping.add_argument("name")
+    dropping.set_defaults(handler=cmd_env_drop)
+    ui = actions.add_parser("ui", help="the Dagster UI over the environment's instance, locations env-NAME-<domain>")
+    ui.add_argument("name")
+    ui.add_argument("--port", type=int, default=3001)
+    ui.set_defaults(handler=cmd_env_ui)
+
+
+def table_location(name: str, domain: str, table: str) -> str:
+    """Where ``domain.table`` is read in environment ``name``: its own copy when the environment computes it, else
+    production's location (read in place). For ``mesh diff``, which compares the two."""
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import environments_dir, load
+    from mesh_assets.storage.tables import TableRegistry
+
+    settings = get_settings()
+    env = load(environments_dir(settings.home) / name)
+    return TableRegistry(env.production_warehouse, settings.s3, env).location(domain, table)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The tables an environment computes, in the graph's order, and those started from a clone."""
+
+    keys: list[dg.AssetKey]
+    cloned: list[dg.AssetKey]
+    left_out: list[str]
+
+
+def choose(keys: list[dg.AssetKey], graph: AssetGraph, side: Side) -> Chosen:
+    """Of the plan's tables, those Mesh computes (dbt models are left out, said why), and which need their past."""
+    order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
+    tables = {t.key: t for t in side.tables.values()}
+    chosen, cloned, left_out = [], [], []
+    for key in sorted(keys, key=order.__getitem__):
+        table = tables.get(key)
+        if table is None or table.external or key not in order:
+            left_out.append(f"{key.to_user_string()}: not a Mesh product's table (dbt models run in production only)")
+            continue
+        chosen.append(key)
+        own_past = key in graph.get(key).parent_keys
+        if own_past or table.table_kind.keyed or table.table_kind.per_partition:
+            cloned.append(key)
+    return Chosen(chosen, cloned, left_out)
+
+
+def _range(graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace) -> tuple[str, str]:
+    if args.start:
+        return args.start, args.end or args.start
+    pdef = next((graph.get(k).partitions_def for k in keys if graph.get(k).partitions_def), None)
+    last = pdef.get_last_partition_key() if pdef else None
+    end = date.fromisoformat(args.end or (last[:10] if last else date.today().isoformat()))
+    return (end - timedelta(days=max(args.days, 1) - 1)).isoformat(), end.isoformat()
+
+
+def widened(
+    graph: AssetGraph, chosen: Chosen, bounds: dict[dg.AssetKey, dg.PartitionKeyRange]
+) -> dict[dg.AssetKey, dg.PartitionKeyRange]:
+    """Each computed table's range, reaching back as far as its readers in the environment read it (a ``last(7)``
+    reader of the range's first day needs the six days before): a table the environment computes without a clone
+    has only the partitions computed there. A cloned table has production's past already."""
+    import dagster as dg
+
+    out = dict(bounds)
+    for key in reversed(chosen.keys):
+        pdef = graph.get(key).partitions_def
+        if key in chosen.cloned or key not in out or pdef is None:
+            continue
+        keys = set(pdef.get_partition_keys_in_range(out[key]))
+        for child in graph.get(key).child_keys:
+            child_def = graph.get(child).partitions_def
+            if child == key or child not in out or child_def is None:
+                continue
+            subset = child_def.empty_subset().with_partition_keys(child_def.get_partition_keys_in_range(out[child]))
+            mapping = graph.get_partition_mapping(child, key)
+            found = mapping.get_upstream_mapped_partitions_result_for_partitions(subset, child_def, pdef)
+            keys |= set(found.partitions_subset.get_partition_keys())
+        ordered = sorted(keys)
+        out[key] = dg.PartitionKeyRange(ordered[0], ordered[-1])
+    return out
+
+
+def _clone(env: Environment, key: dg.AssetKey, production: str) -> int | None:
+    """Start the environment's ``key`` from a shallow clone of production's latest version (None: no table)."""
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.delta import path_identifier, version_or_none
+    from mesh_assets.storage.resource import get_spark
+
+    version = version_or_none(production, get_settings().s3)
+    if version is None:
+        return None
+    target = env.location(*key.path)
+    get_spark().sql(
+        f"CREATE TABLE {path_identifier(target)} SHALLOW CLONE {path_identifier(production)} VERSION AS OF {version}"
+    )
+    return version
+
+
+def write_workspace(env: Environment, domains_dir: Path) -> Path:
+    """The environment's Dagster workspace: each domain's code location, named ``env-<name>-<domain>``."""
+    import yaml
+
+    from mesh_assets.settings import project_root
+
+    locations = [
+        {
+            "python_file": {
+                "relative_path": str((folder / "definitions.py").resolve()),
+                "location_name": f"env-{env.name}-{folder.name}",
+                "working_directory": str(project_root()),
+            }
+        }
+        for folder in sorted(domains_dir.iterdir())
+        if (folder / "definitions.py").is_file()
+    ]
+    path = Path(env.root) / "workspace.yaml"
+    path.write_text(yaml.safe_dump({"load_from": locations}, sort_keys=False))
+    return path
+
+
+def build(args: argparse.Namespace, console: Console, production: dg.DagsterInstance) -> int:
+    """``mesh apply --env NAME``: plan against ``production``, then compute the plan's tables in the environment."""
+    import dagster as dg
+
+    from mesh_assets.backfill.plan import BackfillError, partition_bounds
+    from mesh_assets.cli.change import plan_and_side, print_change_plan
+    from mesh_assets.definitions import executable_assets, mesh_definitions
+    from mesh_assets.settings import get_settings, scoped_environ
+    from mesh_assets.storage.delta import version_or_none
+    from mesh_assets.storage.environment import Environment, EnvironmentRefused, drop, environments_dir
+    from mesh_assets.storage.resource import MeshResource
+    from mesh_assets.storage.tables import TableRegistry
+
+    settings = get_settings()
+    if settings.environment is not None:
+        console.print(f"[red]error[/red] already in environment {settings.environment} ({ENV_VARIABLE}): unset it")
+        return 2
+    made = plan_and_side(args.base, production)
+    if isinstance(made, list):
+        for problem in made:
+            console.print(f"[red]error[/red] {problem}", highlight=False)
+        return 2
+    plan, side, graph = made
+    print_change_plan(plan, console)
+    if graph is None or not plan.recompute:
+        console.print("Nothing to build: the working tree computes nothing differently.")
+        return 0
+    chosen = choose([r.asset.key for r in plan.recompute], graph, side)
+    for line in chosen.left_out:
+        console.print(f"  left out of the environment: {line}", highlight=False)
+    try:
+        start, end = _range(graph, chosen.keys, args)
+        bounds = {k: partition_bounds(pd, start, end) for k in chosen.keys if (pd := graph.get(k).partitions_def)}
+    except (BackfillError, ValueError) as exc:
+        console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+        return 2
+    bounds = widened(graph, chosen, bounds)
+    root = environments_dir(settings.home) / args.env
+    if root.exists():
+        try:
+            drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only
+        except EnvironmentRefused as exc:
+            console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+            return 2
+    env = Environment(
+        name=args.env,
+        root=str(root),
+        production_warehouse=settings.warehouse_uri,
+        production_dagster_home=str(production.root_directory),
+        tables=tuple("/".join(k.path) for k in chosen.keys),
+        cloned=tuple("/".join(k.path) for k in chosen.cloned),
+        start=start,
+        end=end,
+        base=plan.base,
+    )
+    env.save()
+    prod = TableRegistry(settings.warehouse_uri, settings.s3)
+    versions = {"/".join(k.path): v for k in chosen.cloned if (v := _clone(env, k, prod.location(*k.path))) is not None}
+    parents = {p for k in chosen.keys for p in graph.get(k).parent_keys if "/".join(p.path) not in env.tables}
+    current = {"/".join(p.path): version_or_none(prod.location(*p.path), settings.s3) for p in parents}
+    reads = {ref: v for ref, v in current.items() if v is not None}
+    env = replace(env, clone_versions=versions, reads=reads)
+    env.save()
+    write_workspace(env, settings.domains_dir)
+    console.print(f"Environment {env.name}: {len(chosen.keys)} table(s), {start}..{end}, under {env.root}")
+    failed = 0
+    with scoped_environ({ENV_VARIABLE: env.name}):
+        get_settings.cache_clear()
+        try:
+            from mesh_assets.cli.commands import persistent_instance
+
+            with persistent_instance() as instance:
+                assets = executable_assets(mesh_definitions())
+                for key in chosen.keys:
+                    span = bounds.get(key)
+                    tags = {}
+                    if span is not None:
+                        tags = {"dagster/asset_partition_range_start": span.start}
+                        tags["dagster/asset_partition_range_end"] = span.end
+                    result = dg.materialize(
+                        assets,
+                        instance=instance,
+                        resources={"mesh": MeshResource()},
+                        selection=[key],
+                        tags=tags,
+                        raise_on_error=False,
+                    )
+                    done = "built" if result.success else "[red]failed[/red]"
+                    failed += not result.success
+                    console.print(f"  {done} {key.to_user_string()} (run {result.run_id})", highlight=False)
+                    for event in result.all_events if not result.success else []:
+                        if event.is_step_failure and event.step_failure_data.error is not None:
+                            console.print(f"    {event.step_failure_data.error.message.strip()}", highlight=False)
+        finally:
+            get_settings.cache_clear()
+    console.print(f"Open it: mesh env ui {env.name}   Drop it: mesh env drop {env.name}", highlight=False)
+    return 1 if failed else 0
+
+
+def cmd_env_list(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import listed
+
+    envs = listed(get_settings().home)
+    if not envs:
+        console.print("No environments.")
+    for env in envs:
+        tables = ", ".join(t.replace("/", ".", 1) for t in env.tables)
+        console.print(f"{env.name}: {env.start}..{env.end} against {env.base}: {tables}", highlight=False)
+    return 0
+
+
+def cmd_env_drop(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import EnvironmentRefused, drop
+
+    try:
+        folder = drop(get_settings().home, args.name)
+    except EnvironmentRefused as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    console.print(f"Dropped environment {args.name} ({folder}); production was not touched.", highlight=False)
+    return 0
+
+
+def cmd_env_ui(args: argparse.Namespace, console: Console) -> int:
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import EnvironmentRefused, environments_dir, load
+
+    settings = get_settings()
+    try:
+        env = load(environments_dir(settings.home) / args.name)
+    except EnvironmentRefused as exc:
+        console.print(f"[red]error[/red] {exc}", highlight=False)
+        return 2
+    workspace = write_workspace(env, settings.domains_dir)
+    env.dagster_home.mkdir(parents=True, exist_ok=True)
+    command = [str(Path(sys.executable).with_name("dagster")), "dev", "-w", str(workspace)]
+    command += ["-h", "127.0.0.1", "-p", str(args.port)]
+    console.print(f"Dagster UI over environment {env.name} on http://127.0.0.1:{args.port}; Ctrl-C stops it")
+    variables = {**os.environ, ENV_VARIABLE: env.name, "DAGSTER_HOME": str(env.dagster_home)}
+    return subprocess.run(command, env=variables, check=False).returncode
