@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from mesh_assets.cli import change, health, maintenance, trust
+from mesh_assets.cli import change, datadiff, health, maintenance, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
 from mesh_assets.engine.jars import EXTRAS
@@ -33,6 +33,8 @@ EXAMPLES = {
     "maintain": "mesh maintain --retired --dry-run",
     "restore": "mesh restore food_delivery/orders --to-version 3",
     "tables": "mesh tables --domain food_delivery",
+    "diff": "mesh diff food_delivery/orders --against /tmp/orders --from 2021-06-03 --to 2021-06-04",
+    "test": "mesh test food_delivery/weekly_orders",
 }
 """One line per subcommand that runs as typed after ``make demo`` (with ``.venv`` activated), shown in its help."""
 
@@ -158,6 +160,7 @@ def parser() -> argparse.ArgumentParser:
     trust.add_parsers(sub)
     health.add_parser(sub)
     change.add_parsers(sub)
+    datadiff.add_parser(sub)
     maintenance.add_parsers(sub)
     with_examples(root, sub.choices)
     return root
