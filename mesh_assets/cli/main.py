@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from mesh_assets.cli import change, datadiff, health, maintenance, trust
+from mesh_assets.cli import change, datadiff, health, maintenance, testing, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
 from mesh_assets.engine.jars import EXTRAS
@@ -161,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
     health.add_parser(sub)
     change.add_parsers(sub)
     datadiff.add_parser(sub)
+    testing.add_parser(sub)
     maintenance.add_parsers(sub)
     with_examples(root, sub.choices)
     return root
