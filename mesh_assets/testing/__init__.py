@@ -36,14 +36,14 @@ def run_product(
 ) -> DataFrame:
     """The rows ``table`` (``<domain>/<table>``) computes from ``given`` (each input's rows or DataFrame, by
     input name) for ``partition``, by its product's own transformation."""
-    from mesh_assets.settings import get_settings
-    from mesh_assets.storage.resource import get_spark
+    from mesh_assets.storage.resource import MeshResource
     from mesh_assets.testing.runner import Given, run
 
     domain, _, name = table.replace(".", "/", 1).partition("/")
     key = partition.isoformat() if isinstance(partition, date) else partition
-    folder = Path(domains_dir) if domains_dir is not None else get_settings().domains_dir
-    return run(spark or get_spark(), folder, Given(domain, name, key, dict(given)))
+    resource = MeshResource()
+    folder = Path(domains_dir) if domains_dir is not None else resource.settings.domains_dir
+    return run(spark or resource.spark, folder, Given(domain, name, key, dict(given)))
 
 
 def assert_product(
