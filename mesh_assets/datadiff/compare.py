@@ -106,13 +106,12 @@ def _value(df: DataFrame, column: str, retyped: bool) -> Column:
     return df[column].cast("string") if retyped else df[column]
 
 
-def _examples(condition: Column, key_struct: Column, order: list[Column]) -> list[Column]:
-    """Up to :data:`EXAMPLES` keys where ``condition`` holds, picked by hashes in the aggregation itself."""
-    picks = []
-    for i, h in enumerate(order):
-        pick = F.min_by if i % 2 == 0 else F.max_by
-        picks.append(pick(key_struct, F.when(condition, h)))
-    return picks
+def _examples(condition: Column, key_struct: Column, h: Column) -> list[Column]:
+    """Up to :data:`EXAMPLES` keys where ``condition`` holds, picked in the aggregation itself by the key's hash:
+    its smallest, its largest, and the smallest once its bits are scrambled (one hash a row, not one a pick)."""
+    ranked = F.when(condition, h)
+    scrambled = F.when(condition, h.bitwiseXOR(F.lit(0x5DEECE66D2B1A3F7)))
+    return [F.min_by(key_struct, ranked), F.max_by(key_struct, ranked), F.min_by(key_struct, scrambled)]
 
 
 def diff_tables(
@@ -157,7 +156,7 @@ def diff_tables(
     joined = lsel.join(rsel, on=on, how="full_outer")
     ln, rn = F.coalesce(F.col("ln"), F.lit(0)), F.coalesce(F.col("rn"), F.lit(0))
     key_struct = F.struct(*(F.coalesce(F.col(f"k{i}"), F.col(f"rk{i}")).alias(n) for i, n in enumerate(names)))
-    hashes = [F.xxhash64(key_struct, F.lit(seed)) for seed in range(EXAMPLES)]
+    h = F.xxhash64(*(F.coalesce(F.col(f"k{i}"), F.col(f"rk{i}")) for i in range(len(names))))
     both = (ln > 0) & (rn > 0)
     changes = {c: both & ~F.col(f"l{i}").eqNullSafe(F.col(f"r{i}")) for i, c in enumerate(compared)}
     any_change = F.lit(False)
@@ -176,7 +175,7 @@ def diff_tables(
     if withheld is None:
         wanted |= {f"c{i}": cond for i, cond in enumerate(changes.values())}
         for name, cond in wanted.items():
-            aggs += [p.alias(f"x_{name}_{j}") for j, p in enumerate(_examples(cond, key_struct, hashes))]
+            aggs += [p.alias(f"x_{name}_{j}") for j, p in enumerate(_examples(cond, key_struct, h))]
     row = joined.agg(*aggs).collect()[0].asDict(recursive=True)
     examples: dict[str, list[dict[str, Any]]] = {}
     if withheld is None:

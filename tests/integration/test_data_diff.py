@@ -104,3 +104,26 @@ def test_a_classified_table_shows_counts_and_no_key(spark, tables):
     assert diff.changed == 40 and diff.examples == {}
     assert diff.to_json()["examples"] == {} and diff.to_json()["withheld"] == reason
     assert withheld_reason(table_of(Classification.L1)) is None
+
+
+def test_the_text_names_counts_columns_schema_and_example_keys(spark, tables):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from mesh_assets.cli.datadiff import print_diff
+
+    left, right = tables
+    span = PartitionSpan("p_date", "2021-06-03", "2021-06-04")
+    out = StringIO()
+    print_diff(diff_tables(spark, left, right, ["id"], span), "food_delivery.orders", Console(file=out, width=200))
+    text = out.getvalue()
+    assert "food_delivery.orders p_date 2021-06-03..2021-06-04" in text
+    assert "schema: column note only on the right" in text
+    assert "the tables differ" in text
+    status_line = next(line for line in text.splitlines() if "status" in line)
+    assert "20" in status_line and "id=" in status_line
+    out = StringIO()
+    reason = withheld_reason(table_of(Classification.L3))
+    print_diff(diff_tables(spark, left, right, ["id"], span, withheld=reason), "t", Console(file=out, width=200))
+    assert "id=" not in out.getvalue() and "example keys withheld" in out.getvalue()
