@@ -3,8 +3,9 @@ count and a few example keys per difference; nothing but those numbers and keys 
 
 Rows are matched on ``key`` (null-safe). Without a key each distinct row is counted on both sides first and the
 counts are joined on every column, so a row present twice on one side and once on the other is one row only there.
-Examples are chosen in the same aggregation, by the smallest and largest hashes of the key (``min_by``,
-``max_by``): at most :data:`EXAMPLES` per difference, whatever the size of the tables.
+Examples are chosen in the same aggregation as hashes of the key (the smallest, the largest, one more): at most
+:data:`EXAMPLES` per difference, whatever the size of the tables; their keys are then found by a scan of the key
+columns alone, filtered on those few hashes.
 """
 
 from __future__ import annotations
@@ -106,12 +107,26 @@ def _value(df: DataFrame, column: str, retyped: bool) -> Column:
     return df[column].cast("string") if retyped else df[column]
 
 
-def _examples(condition: Column, key_struct: Column, h: Column) -> list[Column]:
-    """Up to :data:`EXAMPLES` keys where ``condition`` holds, picked in the aggregation itself by the key's hash:
-    its smallest, its largest, and the smallest once its bits are scrambled (one hash a row, not one a pick)."""
+SCRAMBLE = 0x5DEECE66D2B1A3F7
+"""XORed into a key's hash for a third pick, neither the smallest nor the largest."""
+
+
+def _picks(condition: Column, h: Column) -> list[Column]:
+    """The hashes of up to :data:`EXAMPLES` keys where ``condition`` holds, picked in the aggregation itself:
+    the smallest, the largest, and the smallest once scrambled. Plain ``min``/``max`` of a long: cheap a row."""
     ranked = F.when(condition, h)
-    scrambled = F.when(condition, h.bitwiseXOR(F.lit(0x5DEECE66D2B1A3F7)))
-    return [F.min_by(key_struct, ranked), F.max_by(key_struct, ranked), F.min_by(key_struct, scrambled)]
+    return [F.min(ranked), F.max(ranked), F.min(ranked.bitwiseXOR(F.lit(SCRAMBLE)))]
+
+
+def _keys_of(sides: list[tuple[DataFrame, list[Column]]], names: list[str], types: list[Any], hashes: set[int]) -> dict:
+    """The keys whose hash is in ``hashes``, by hash: a scan of each side's key columns alone, no join."""
+    found: dict[int, dict[str, Any]] = {}
+    for df, exprs in sides:
+        typed = [e.cast(t).alias(n) for e, t, n in zip(exprs, types, names, strict=True)]
+        rows = df.select(*typed).select(F.xxhash64(*names).alias("_h"), F.struct(*names).alias("_k"))
+        for row in rows.where(F.col("_h").isin(sorted(hashes))).limit(len(hashes) * 4).collect():
+            found.setdefault(row["_h"], row["_k"].asDict(recursive=True))
+    return found
 
 
 def diff_tables(
@@ -135,6 +150,7 @@ def diff_tables(
         raise Refused(f"key column(s) {', '.join(missing)} not on both sides of the diff")
     if key:
         compared = [c for c in common if c not in key]
+        lkeys, rkeys = [F.col(c) for c in key], [F.col(c) for c in key]
         lsel = lf.select(
             *(F.col(c).alias(f"k{i}") for i, c in enumerate(key)),
             *(_value(lf, c, c in schema.retyped).alias(f"l{i}") for i, c in enumerate(compared)),
@@ -147,16 +163,17 @@ def diff_tables(
         )
     else:
         compared = []
-        cols = [_value(lf, c, c in schema.retyped).alias(f"k{i}") for i, c in enumerate(common)]
-        lsel = lf.groupBy(*cols).agg(F.count(F.lit(1)).alias("ln"))
-        rcols = [_value(rf, c, c in schema.retyped).alias(f"rk{i}") for i, c in enumerate(common)]
-        rsel = rf.groupBy(*rcols).agg(F.count(F.lit(1)).alias("rn"))
+        lkeys = [_value(lf, c, c in schema.retyped) for c in common]
+        rkeys = [_value(rf, c, c in schema.retyped) for c in common]
+        lsel = lf.groupBy(*(e.alias(f"k{i}") for i, e in enumerate(lkeys))).agg(F.count(F.lit(1)).alias("ln"))
+        rsel = rf.groupBy(*(e.alias(f"rk{i}") for i, e in enumerate(rkeys))).agg(F.count(F.lit(1)).alias("rn"))
     names = list(key) or common
     on = [F.col(f"k{i}").eqNullSafe(F.col(f"rk{i}")) for i in range(len(names))]
     joined = lsel.join(rsel, on=on, how="full_outer")
     ln, rn = F.coalesce(F.col("ln"), F.lit(0)), F.coalesce(F.col("rn"), F.lit(0))
-    key_struct = F.struct(*(F.coalesce(F.col(f"k{i}"), F.col(f"rk{i}")).alias(n) for i, n in enumerate(names)))
-    h = F.xxhash64(*(F.coalesce(F.col(f"k{i}"), F.col(f"rk{i}")) for i in range(len(names))))
+    merged = [F.coalesce(F.col(f"k{i}"), F.col(f"rk{i}")).alias(n) for i, n in enumerate(names)]
+    types = [f.dataType for f in joined.select(*merged).schema.fields]
+    h = F.xxhash64(*merged)
     both = (ln > 0) & (rn > 0)
     changes = {c: both & ~F.col(f"l{i}").eqNullSafe(F.col(f"r{i}")) for i, c in enumerate(compared)}
     any_change = F.lit(False)
@@ -175,16 +192,23 @@ def diff_tables(
     if withheld is None:
         wanted |= {f"c{i}": cond for i, cond in enumerate(changes.values())}
         for name, cond in wanted.items():
-            aggs += [p.alias(f"x_{name}_{j}") for j, p in enumerate(_examples(cond, key_struct, h))]
+            aggs += [p.alias(f"x_{name}_{j}") for j, p in enumerate(_picks(cond, h))]
     row = joined.agg(*aggs).collect()[0].asDict(recursive=True)
     examples: dict[str, list[dict[str, Any]]] = {}
     if withheld is None:
         labels = {ONLY_LEFT: ONLY_LEFT, ONLY_RIGHT: ONLY_RIGHT} | {f"c{i}": c for i, c in enumerate(compared)}
+        picked = {}
         for name, label in labels.items():
-            picked = [row[f"x_{name}_{j}"] for j in range(EXAMPLES)]
-            unique = [p for i, p in enumerate(picked) if p is not None and p not in picked[:i]]
-            if unique:
-                examples[label] = [{k: _plain(v) for k, v in p.items()} for p in unique]
+            found = [row[f"x_{name}_0"], row[f"x_{name}_1"], row[f"x_{name}_2"]]
+            if found[2] is not None:
+                found[2] ^= SCRAMBLE
+            picked[label] = [p for i, p in enumerate(found) if p is not None and p not in found[:i]]
+        hashes = {p for ps in picked.values() for p in ps}
+        if hashes:
+            keys = _keys_of([(lf, lkeys), (rf, rkeys)], names, types, hashes)
+            for label, ps in picked.items():
+                if ps:
+                    examples[label] = [{k: _plain(v) for k, v in keys[p].items()} for p in ps if p in keys]
     return TableDiff(
         left=left,
         right=right,
