@@ -36,6 +36,7 @@ SUITE = [
     "volume",
     "kind_changes",
     "kind_merge",
+    "diff",
 ]
 
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from mesh_assets.cli import change, environments, health, maintenance, pause, trust
+from mesh_assets.cli import change, datadiff, environments, health, maintenance, pause, testing, trust
 from mesh_assets.cli.lineage import add_lineage_parser
 from mesh_assets.cli.listing import add_arguments as add_list_arguments
 from mesh_assets.engine.jars import EXTRAS
@@ -36,6 +36,8 @@ EXAMPLES = {
     "tables": "mesh tables --domain food_delivery",
     "pause": 'mesh pause food_delivery/orders --reason "source migration until Monday"',
     "resume": "mesh resume food_delivery/orders",
+    "diff": "mesh diff food_delivery/orders --against /tmp/orders --from 2021-06-03 --to 2021-06-04",
+    "test": "mesh test food_delivery/weekly_orders",
 }
 """One line per subcommand that runs as typed after ``make demo`` (with ``.venv`` activated), shown in its help."""
 
@@ -162,6 +164,8 @@ def parser() -> argparse.ArgumentParser:
     health.add_parser(sub)
     change.add_parsers(sub)
     environments.add_parsers(sub)
+    datadiff.add_parser(sub)
+    testing.add_parser(sub)
     maintenance.add_parsers(sub)
     pause.add_parsers(sub)
     with_examples(root, sub.choices)

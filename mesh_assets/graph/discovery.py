@@ -30,6 +30,8 @@ from mesh_assets.model.names import IDENTIFIER
 from mesh_assets.model.product import DataProduct
 
 SKIPPED_PY = {"definitions.py", "__init__.py"}
+TESTS_SUFFIX = ".tests.yaml"
+"""A product's unit tests beside its spec (``orders.tests.yaml``): read by ``mesh test``, never a product spec."""
 Loaded = tuple[list[DataProduct], list[SpecError]]
 
 
@@ -283,7 +285,7 @@ def load_domain(
     for path in sorted(folder.iterdir()):
         if is_python_product(path):
             load = _load_python
-        elif path.suffix in {".yaml", ".yml"} and path.name != DEFAULTS_FILE:
+        elif path.suffix in {".yaml", ".yml"} and path.name != DEFAULTS_FILE and not path.name.endswith(TESTS_SUFFIX):
             load = _load_yaml
         else:
             continue

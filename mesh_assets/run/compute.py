@@ -22,7 +22,7 @@ from mesh_assets.graph.queries import bind_parameters, rewrite_tables, view_name
 from mesh_assets.graph.resolve import Node, Read
 from mesh_assets.model.errors import Refused
 from mesh_assets.model.partitions import PartitionRange, window_range
-from mesh_assets.model.product import PySparkTransformation
+from mesh_assets.model.product import PySparkTransformation, SqlTransformation
 from mesh_assets.run.context import ProductContext
 from mesh_assets.run.enclosure import enclosed, masked
 from mesh_assets.storage.delta import version_or_none
@@ -155,6 +155,21 @@ def transform(
         )
         for read in node.reads
     }
+    return apply_transformation(spark, node.product.domain, t, node.sql, frames, part, log, run_id)
+
+
+def apply_transformation(
+    spark: SparkSession,
+    domain: str,
+    t: PySparkTransformation | SqlTransformation,
+    sql: str | None,
+    frames: dict[str, DataFrame | None],
+    part: PartitionRange | None,
+    log: logging.Logger,
+    run_id: str,
+) -> DataFrame:
+    """``t``'s output for ``part`` from ``frames``, its inputs' rows by input name: the call a run makes, and the
+    one a product's unit test makes on the rows it gives."""
     if isinstance(t, PySparkTransformation):
         kwargs: dict[str, Any] = dict(frames)
         if "context" in inspect.signature(t.fn).parameters:
@@ -164,22 +179,24 @@ def transform(
         if not isinstance(df, DataFrame):
             raise Refused(f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")
     else:
-        assert node.sql is not None
+        assert sql is not None
         views = {}
-        for read in node.reads:
+        for name, inp in t.inputs.items():
+            if name not in frames:
+                continue  # an input that resolves to no table: governance refuses the product
             # The query names the table as its input is written (``sales.orders``); the pinned version's rows
             # (``sales.orders_v2``) are what the view holds.
-            views[read.input.ref(node.domain)] = view = view_name(read.table.domain, read.table.name)
-            frame = frames[read.name]
+            views[inp.ref(domain)] = view = view_name(*inp.target(domain))
+            frame = frames[name]
             assert frame is not None  # governance: a SQL product never reads its own past
             frame.createOrReplaceTempView(view)
         args = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
-        query = rewrite_tables(node.sql, views)
+        query = rewrite_tables(sql, views)
         df = spark.sql(bind_parameters(query, args)) if is_connect(spark) else spark.sql(query, args=args)
     if part is not None:
-        df = _with_partition_column(df, node.output.partition_column, part, fill=not t.range_aware)
+        df = _with_partition_column(df, t.output.partition_column, part, fill=not t.range_aware)
     return df
 
 

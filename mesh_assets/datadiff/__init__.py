@@ -1,0 +1,6 @@
+"""Data diff: how the rows of one Delta table differ from another's (an environment's table and production's)."""
+
+from mesh_assets.datadiff.compare import PartitionSpan, TableDiff, diff_tables
+from mesh_assets.datadiff.keys import table_key, withheld_reason
+
+__all__ = ["PartitionSpan", "TableDiff", "diff_tables", "table_key", "withheld_reason"]
