@@ -1,4 +1,4 @@
-"""``mesh diff``: how a table's rows elsewhere (a path, later an environment) differ from production's."""
+"""``mesh diff``: how a table's rows in an environment (or at another path) differ from production's."""
 
 from __future__ import annotations
 
@@ -17,14 +17,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     diff = sub.add_parser(
         "diff",
         help="rows only on one side, rows changed per key and per column, schema differences: a table vs another",
-        description="Compares a table's production rows (left) with another Delta table (right, --against) over "
-        "a partition range, as Spark jobs: one full outer join on the table's key (its kind's unique_key, else "
+        description="Compares a table's production rows (left) with the same table in an environment (right, "
+        "--env) or another Delta table (--against) over a partition range, as Spark jobs: one full outer join on "
+        "the table's key (its kind's unique_key, else "
         "its unique check's keys with the partition column, else the whole row) and one aggregation. Prints rows "
         "only on each side, rows changed, changed values per column, schema differences and a few example keys "
         "per difference (withheld for tables classified l2 or l3). Exits 1 when the tables differ.",
     )
     diff.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
-    diff.add_argument("--against", required=True, help="the other Delta table: a path or URI")
+    right = diff.add_mutually_exclusive_group(required=True)
+    right.add_argument("--env", help="the table as environment ENV computed it (mesh apply --env ENV)")
+    right.add_argument("--against", help="the other Delta table: a path or URI")
     diff.add_argument("--from", dest="start", help="first partition (YYYY-MM-DD; default: every partition)")
     diff.add_argument("--to", dest="end", help="last partition (YYYY-MM-DD; default: --from)")
     diff.add_argument("--key", action="append", help="match rows on this column instead (repeatable)")
@@ -39,6 +42,17 @@ def against_location(value: str) -> str:
     return value if "://" in value else str(Path(value).resolve())
 
 
+def environment_location(env: str, domain: str, table: str, production: str) -> str:
+    """Where environment ``env`` wrote ``domain.table``; refused when it did not compute it (it reads production's)."""
+    from mesh_assets.cli.environments import table_location
+    from mesh_assets.model.errors import Refused
+
+    location = table_location(env, domain, table)
+    if location == production:
+        raise Refused(f"environment {env!r} does not compute {domain}/{table}: it reads production's table in place")
+    return location
+
+
 def cmd_diff(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.cli.commands import mesh_catalog
     from mesh_assets.datadiff import PartitionSpan, diff_tables, table_key, withheld_reason
@@ -46,6 +60,7 @@ def cmd_diff(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.graph.isolate import catalog_graph
     from mesh_assets.model.errors import Refused
     from mesh_assets.settings import get_settings
+    from mesh_assets.storage.environment import EnvironmentRefused
     from mesh_assets.storage.resource import MeshResource
 
     settings = get_settings()
@@ -66,9 +81,11 @@ def cmd_diff(args: argparse.Namespace, console: Console) -> int:
     resource = MeshResource()
     left = resource.registry.location(table.domain, table.name)
     try:
+        right = environment_location(args.env, table.domain, table.name, left) if args.env else None
         key = tuple(args.key) if args.key else table_key(table)
-        diff = diff_tables(resource.spark, left, against_location(args.against), key, span, withheld=withheld)
-    except Refused as exc:
+        right = right or against_location(args.against)
+        diff = diff_tables(resource.spark, left, right, key, span, withheld=withheld)
+    except (Refused, EnvironmentRefused) as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
     if args.json:

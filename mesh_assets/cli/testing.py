@@ -39,8 +39,8 @@ def cmd_test(args: argparse.Namespace, console: Console) -> int:
         return 1
     with_dbt = not args.no_dbt and (args.selection is None or "/" not in args.selection.replace(".", "/", 1))
     if not cases and not with_dbt:
-        console.print(f"no test case for {args.selection}", highlight=False)
-        return 1
+        console.print(f"[red]error[/red] no test case for {args.selection}", highlight=False)
+        return 2  # a selection that names nothing to run is bad input, not a failed test
     spark = get_spark()
     outcomes = [run_case(spark, domains_dir, case) for case in cases]
     if with_dbt:

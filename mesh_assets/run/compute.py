@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from functools import reduce
 from typing import Any
 
@@ -155,7 +156,8 @@ def transform(
         )
         for read in node.reads
     }
-    return apply_transformation(spark, node.product.domain, t, node.sql, frames, part, log, run_id)
+    enclosure = enclosed(spark, node, registry, withheld)
+    return apply_transformation(spark, node.product.domain, t, node.sql, frames, part, log, run_id, enclosure)
 
 
 def apply_transformation(
@@ -167,14 +169,16 @@ def apply_transformation(
     part: PartitionRange | None,
     log: logging.Logger,
     run_id: str,
+    enclosure: AbstractContextManager[object] | None = None,
 ) -> DataFrame:
     """``t``'s output for ``part`` from ``frames``, its inputs' rows by input name: the call a run makes, and the
-    one a product's unit test makes on the rows it gives."""
+    one a product's unit test makes on the rows it gives. A run's PySpark function runs inside ``enclosure`` (the
+    run's, :mod:`mesh_assets.run.enclosure`); a unit test's rows are not the warehouse's and need none."""
     if isinstance(t, PySparkTransformation):
         kwargs: dict[str, Any] = dict(frames)
         if "context" in inspect.signature(t.fn).parameters:
             kwargs["context"] = ProductContext(spark, part, log, run_id)
-        with enclosed(spark, node, registry, withheld):
+        with enclosure or nullcontext():
             df = t.fn(**kwargs)
         if not isinstance(df, DataFrame):
             raise Refused(f"{t.fn.__name__}() returned {type(df).__name__}, not a DataFrame")

@@ -6,6 +6,7 @@ environment alone."""
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(production: Production):
+def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(production: Production, capsys):
     sql = production.domains / "rep" / "defs" / "report" / "daily_report.sql"
     versions, events = production.versions(), production.events()
     edit(sql, "amount AS amount", "amount + 100 AS amount")
@@ -110,6 +111,16 @@ def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(p
     own = dg.DagsterInstance.from_config(str(production.home / "envs" / "sqlchange" / "dagster"))
     assert own.get_materialized_partitions(dg.AssetKey(["rep", "daily_report"])) == {"2021-06-03", "2021-06-04"}
     assert own.get_materialized_partitions(dg.AssetKey(["tr", "daily_sales"])) == set()
+
+    # `mesh diff --env`: the environment's rows against production's, per key, as the CI recipe runs it
+    capsys.readouterr()
+    diff = ["diff", "rep/daily_report", "--env", "sqlchange", "--from", "2021-06-03", "--to", "2021-06-04"]
+    assert main([*diff, "--key", "p_date", "--json"]) == 1  # they differ
+    found = json.loads(capsys.readouterr().out)
+    assert (found["left_rows"], found["right_rows"], found["only_left"], found["only_right"]) == (2, 2, 0, 0)
+    assert (found["changed"], found["column_changes"]["amount"]) == (2, 2)
+    assert main(["diff", "tr/daily_sales", "--env", "sqlchange"]) == 2  # not computed there: refused
+    assert "does not compute tr/daily_sales" in capsys.readouterr().out
 
 
 def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clone(production: Production):

@@ -55,6 +55,8 @@ OTHER_INPUT = {
     "pause": (["pause", "sales/nowhere", "--reason", "migration"], {}, "no product 'sales/nowhere' with outputs"),
     "resume": (["resume", "sales/nowhere"], {}, "no product 'sales/nowhere' with outputs"),
     "env": (["env", "drop", "nowhere"], {}, "'nowhere' is not an environment under"),
+    "diff": (["diff", "sales/nowhere", "--against", "/nowhere"], {}, "unknown table 'sales/nowhere'"),
+    "test": (["test", "sales/nowhere"], {}, "no test case for sales/nowhere"),
 }
 """Commands that read no specs (or only the catalog, as ``pause``): their own bad input, and the message naming
 it."""
