@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mesh_assets.datadiff import TableDiff
+    from mesh_assets.graph.resolve import Table
+    from mesh_assets.storage.resource import MeshResource
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "only on each side, rows changed, changed values per column, schema differences and a few example keys "
         "per difference (withheld for tables classified l2 or l3). Exits 1 when the tables differ.",
     )
-    diff.add_argument("asset", help="<domain>/<table> or <domain>.<table>")
+    diff.add_argument(
+        "asset", nargs="?", help="<domain>/<table> or <domain>.<table> (with --env alone: every table it built)"
+    )
     right = diff.add_mutually_exclusive_group(required=True)
     right.add_argument("--env", help="the table as environment ENV computed it (mesh apply --env ENV)")
     right.add_argument("--against", help="the other Delta table: a path or URI")
@@ -55,44 +59,66 @@ def environment_location(env: str, domain: str, table: str, production: str) -> 
 
 def cmd_diff(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.cli.commands import mesh_catalog
-    from mesh_assets.datadiff import PartitionSpan, diff_tables, table_key, withheld_reason
     from mesh_assets.dbt.catalog import tool_tables
     from mesh_assets.graph.isolate import catalog_graph
     from mesh_assets.model.errors import Refused
     from mesh_assets.settings import get_settings
-    from mesh_assets.storage.environment import EnvironmentRefused
+    from mesh_assets.storage.environment import EnvironmentRefused, environments_dir, load
     from mesh_assets.storage.resource import MeshResource
 
     settings = get_settings()
     graph = catalog_graph(mesh_catalog(), tool_tables(settings.domains_dir))
-    domain, _, name = args.asset.replace(".", "/", 1).partition("/")
-    table = graph.get(domain, name)
-    if table is None:
-        console.print(f"[red]error[/red] unknown table {args.asset!r}", highlight=False)
-        return 2
-    span = None
-    if args.start or args.end:
-        if not table.grain.partitioned:
-            console.print(f"[red]error[/red] {table.ref} is not partitioned: drop --from/--to", highlight=False)
-            return 2
-        start = args.start or args.end
-        span = PartitionSpan(table.partition_column, start, args.end or start)
-    withheld = withheld_reason(table)
-    resource = MeshResource()
-    left = resource.registry.location(table.domain, table.name)
     try:
-        right = environment_location(args.env, table.domain, table.name, left) if args.env else None
-        key = tuple(args.key) if args.key else table_key(table)
-        right = right or against_location(args.against)
-        diff = diff_tables(resource.spark, left, right, key, span, withheld=withheld)
+        if args.asset is None and args.env is None:
+            raise Refused("name a table (<domain>/<table>), or --env NAME to compare every table the environment built")
+        if args.asset is None:  # every table the environment computed, over the range it was built for
+            env = load(environments_dir(settings.home) / args.env)
+            refs, start, end = list(env.tables), args.start or env.start, args.end or args.start or env.end
+        else:
+            refs, start, end = [args.asset], args.start, args.end
+        tables = []
+        for ref in refs:
+            domain, _, name = ref.replace(".", "/", 1).partition("/")
+            if (table := graph.get(domain, name)) is None:
+                raise Refused(f"unknown table {ref!r}")
+            tables.append(table)
+        if not tables:
+            console.print(f"environment {args.env} built no table: nothing to compare", highlight=False)
+            return 0
+        resource = MeshResource()
+        diffs = [(t.ref, diff_one(resource, t, args, start, end)) for t in tables]
     except (Refused, EnvironmentRefused) as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
     if args.json:
-        sys.stdout.write(json.dumps(diff.to_json(), indent=2) + "\n")
+        found = [diff.to_json() for _, diff in diffs]
+        sys.stdout.write(json.dumps(found if args.asset is None else found[0], indent=2) + "\n")
     else:
-        print_diff(diff, table.ref, console)
-    return 0 if diff.same else 1
+        for ref, diff in diffs:
+            print_diff(diff, ref, console)
+    return 0 if all(diff.same for _, diff in diffs) else 1
+
+
+def diff_one(
+    resource: MeshResource, table: Table, args: argparse.Namespace, start: str | None, end: str | None
+) -> TableDiff:
+    """``table``'s production rows against the other side ``args`` name, over ``start``..``end`` when given."""
+    from mesh_assets.datadiff import PartitionSpan, diff_tables, table_key, withheld_reason
+    from mesh_assets.model.errors import Refused
+
+    span = None
+    if start or end:
+        if not table.grain.partitioned:
+            if args.asset is not None:
+                raise Refused(f"{table.ref} is not partitioned: drop --from/--to")
+        else:
+            span = PartitionSpan(table.partition_column, start or end, end or start)
+    left = resource.registry.location(table.domain, table.name)
+    right = environment_location(args.env, table.domain, table.name, left) if args.env else None
+    key = tuple(args.key) if args.key else table_key(table)
+    return diff_tables(
+        resource.spark, left, right or against_location(args.against), key, span, withheld=withheld_reason(table)
+    )
 
 
 def print_diff(diff: TableDiff, ref: str, console: Console) -> None:

@@ -259,8 +259,20 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
         return 2
     plan, side, graph = made
     print_change_plan(plan, console)
+    root = environments_dir(settings.home) / args.env
     if graph is None or not plan.recompute:
-        console.print("Nothing to build: the working tree computes nothing differently.")
+        # An empty environment still exists, so a CI job's `mesh diff --env` and `mesh env drop` run as scripted.
+        try:
+            if root.exists():
+                drop(settings.home, args.env)
+        except EnvironmentRefused as exc:
+            console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+            return 2
+        empty = Environment(args.env, str(root), settings.warehouse_uri, str(production.root_directory))
+        replace(empty, start=args.start, end=args.end or args.start, base=plan.base).save()
+        console.print(
+            f"Nothing to build: the working tree computes nothing differently (environment {args.env} empty)."
+        )
         return 0
     chosen = choose([r.asset.key for r in plan.recompute], graph, side)
     for line in chosen.left_out:
@@ -272,7 +284,6 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
         console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
         return 2
     bounds = widened(graph, chosen, bounds)
-    root = environments_dir(settings.home) / args.env
     if root.exists():
         try:
             drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only

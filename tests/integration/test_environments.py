@@ -119,6 +119,10 @@ def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(p
     found = json.loads(capsys.readouterr().out)
     assert (found["left_rows"], found["right_rows"], found["only_left"], found["only_right"]) == (2, 2, 0, 0)
     assert (found["changed"], found["column_changes"]["amount"]) == (2, 2)
+    assert main(["diff", "--env", "sqlchange", "--json"]) == 1  # every table it built, over the range it was built for
+    [whole] = json.loads(capsys.readouterr().out)
+    assert (whole["key"], whole["only_left"], whole["only_right"]) == ([], 2, 2)  # no key: whole rows compared
+    assert whole["partitions"] == {"column": "p_date", "start": "2021-06-03", "end": "2021-06-04"}
     assert main(["diff", "tr/daily_sales", "--env", "sqlchange"]) == 2  # not computed there: refused
     assert "does not compute tr/daily_sales" in capsys.readouterr().out
 
