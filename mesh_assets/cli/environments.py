@@ -235,6 +235,19 @@ def write_workspace(env: Environment, domains_dir: Path) -> Path:
     return path
 
 
+def _start_afresh(home: Path, name: str, console: Console) -> bool:
+    """Drop environment ``name`` if it exists, so a build starts clean: its own folder only. False if refused."""
+    from mesh_assets.storage.environment import EnvironmentRefused, drop, environments_dir
+
+    try:
+        if (environments_dir(home) / name).exists():
+            drop(home, name)
+    except EnvironmentRefused as exc:
+        console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+        return False
+    return True
+
+
 def build(args: argparse.Namespace, console: Console, production: dg.DagsterInstance) -> int:
     """``mesh apply --env NAME``: plan against ``production``, then compute the plan's tables in the environment."""
     import dagster as dg
@@ -244,7 +257,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     from mesh_assets.definitions import executable_assets, mesh_definitions
     from mesh_assets.settings import get_settings, scoped_environ
     from mesh_assets.storage.delta import version_or_none
-    from mesh_assets.storage.environment import Environment, EnvironmentRefused, drop, environments_dir
+    from mesh_assets.storage.environment import Environment, environments_dir
     from mesh_assets.storage.resource import MeshResource
     from mesh_assets.storage.tables import TableRegistry
 
@@ -262,11 +275,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     root = environments_dir(settings.home) / args.env
     if graph is None or not plan.recompute:
         # An empty environment still exists, so a CI job's `mesh diff --env` and `mesh env drop` run as scripted.
-        try:
-            if root.exists():
-                drop(settings.home, args.env)
-        except EnvironmentRefused as exc:
-            console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
+        if not _start_afresh(settings.home, args.env, console):
             return 2
         empty = Environment(args.env, str(root), settings.warehouse_uri, str(production.root_directory))
         replace(empty, start=args.start, end=args.end or args.start, base=plan.base).save()
@@ -284,12 +293,8 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
         console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
         return 2
     bounds = widened(graph, chosen, bounds)
-    if root.exists():
-        try:
-            drop(settings.home, args.env)  # a rebuild starts clean: the environment's own folder only
-        except EnvironmentRefused as exc:
-            console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
-            return 2
+    if not _start_afresh(settings.home, args.env, console):
+        return 2
     env = Environment(
         name=args.env,
         root=str(root),
