@@ -64,6 +64,7 @@ def build_maintain_job(
     def _maintain(context):  # unannotated: Dagster cannot read a postponed annotation here
         from mesh_assets.maintenance.maintain import maintain
         from mesh_assets.maintenance.slots import table_slot
+        from mesh_assets.storage.environment import clones_by_table
 
         mesh = getattr(context.resources, RESOURCE_KEY)
         names = context.op_config["tables"] or sorted(tables)
@@ -71,6 +72,7 @@ def build_maintain_job(
         if unknown:
             raise dg.Failure(f"{domain} has no output {', '.join(unknown)}: {', '.join(sorted(tables))}")
         done = []
+        clones = clones_by_table(mesh.settings.home)
         for name in names:
             table = tables[name]
             readers = [t.key for t in graph.readers(table.domain, table.name)]
@@ -86,6 +88,7 @@ def build_maintain_job(
                         settings,
                         compaction=context.op_config["compact"],
                         clean_up=context.op_config["vacuum"],
+                        cloned_in=clones.get(f"{table.domain}/{table.name}", ()),
                     )
                 )
             context.log.info(done[-1].describe())

@@ -3,6 +3,7 @@ retention, each reported with the table's files after it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -65,8 +66,10 @@ def maintain(
     *,
     compaction: bool = True,
     clean_up: bool = True,
+    cloned_in: Sequence[str] = (),
 ) -> Maintained:
-    """Compact (when due) and clean up ``table``; ``readers``: the keys of the tables that read it."""
+    """Compact (when due) and clean up ``table``; ``readers``: the keys of the tables that read it; ``cloned_in``:
+    the environments whose shallow clone of it reads production's files, which clean-up then leaves alone."""
     location = registry.location(table.domain, table.name)
     column = table.partition_column if table.grain.partitioned else None
     files = table_files(location, registry.s3, settings.small_file_bytes, column)
@@ -77,6 +80,10 @@ def maintain(
         compacted = compact(spark, location, files, column, settings.small_files, zorder_of(table))
     if clean_up:
         hours = retention_hours(table.tier.value, settings)
-        cleaned = vacuum_unless_read(spark, instance, location, hours, registry.s3, [table.key, *readers])
+        if cloned_in:
+            envs = ", ".join(cloned_in)
+            cleaned = Cleaned(hours, skipped=f"shallow clone in environment(s) {envs} reads its files: mesh env drop")
+        else:
+            cleaned = vacuum_unless_read(spark, instance, location, hours, registry.s3, [table.key, *readers])
     after = table_files(location, registry.s3, settings.small_file_bytes, column)
     return Maintained(table.ref, compacted, cleaned, after)

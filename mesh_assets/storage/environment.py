@@ -80,6 +80,16 @@ def listed(home: Path) -> list[Environment]:
     return [load(p) for p in found]
 
 
+def clones_by_table(home: Path) -> dict[str, list[str]]:
+    """``domain/table`` -> the environments under ``home`` whose shallow clone of it points at production's files:
+    clean-up keeps those files while a clone exists (a VACUUM would leave the clone unreadable)."""
+    held: dict[str, list[str]] = {}
+    for env in listed(home):
+        for ref in env.cloned:
+            held.setdefault(ref, []).append(env.name)
+    return held
+
+
 def drop(home: Path, name: str) -> Path:
     """Delete the environment ``name``: its folder only (its tables, instance and manifest), never a path outside
     ``<home>/envs``; a clone's files are production's and are left where they are. Returns the folder deleted."""

@@ -127,7 +127,7 @@ def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(p
     assert "does not compute tr/daily_sales" in capsys.readouterr().out
 
 
-def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clone(production: Production):
+def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clone(production: Production, capsys):
     sales = production.domains / "tr" / "sales.py"
     versions, events = production.versions(), production.events()
     edit(sales, 'raw.agg(F.sum("amount").alias("amount"))', 'raw.agg((F.sum("amount") * 10).alias("amount"))')
@@ -154,6 +154,13 @@ def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clo
     assert production.versions() == versions
     assert production.events() == events
     assert production.read(production.mesh.registry.location("tr", "running_sales"), "total")["2021-06-04"] == 21
+
+    # production's clean-up leaves the cloned table's files alone while the environment exists
+    capsys.readouterr()
+    assert main(["maintain", "tr/running_sales", "tr/daily_sales", "--no-compact"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "clean-up skipped: shallow clone in environment(s) pychange reads its files" in said
+    assert said.count("clean-up skipped") == 1  # daily_sales is computed in the environment, not cloned
 
 
 def test_drop_deletes_the_environment_alone(production: Production):
