@@ -207,8 +207,8 @@ def test_a_run_pinned_to_an_old_version_completes_correctly_while_clean_up_runs(
     pinned, where = version(sales, DAILY), "p_date = DATE'2021-06-02'"
     compute, seen = body.compute, {}
 
-    def replaced_and_cleaned_before_reading(spark, registry, node, *args):
-        assert args[-1][("tr", "daily_sales")] == pinned  # the run's pinned input versions
+    def replaced_and_cleaned_before_reading(spark, registry, node, part, runnable, log, run_id, versions, *args):
+        assert versions[("tr", "daily_sales")] == pinned  # the run's pinned input versions
         rows = spark.read.format("delta").load(location(sales, DAILY)).where(where).localCheckpoint()
         rows.withColumn("amount", rows["amount"] * 0 + 99).write.format("delta").mode("overwrite").option(
             "replaceWhere", where
@@ -216,7 +216,7 @@ def test_a_run_pinned_to_an_old_version_completes_correctly_while_clean_up_runs(
         keys = [DAILY, TWO_DAY]
         seen["pass"] = vacuum_unless_read(spark, sales.instance, location(sales, DAILY), 168, S3Settings(), keys)
         seen["vacuum"] = vacuum(spark, location(sales, DAILY), 168, S3Settings())
-        return compute(spark, registry, node, *args)
+        return compute(spark, registry, node, part, runnable, log, run_id, versions, *args)
 
     monkeypatch.setattr(body, "compute", replaced_and_cleaned_before_reading)
     assert sales.materialize([TWO_DAY], "2021-06-02").success
