@@ -48,14 +48,14 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             done = upstream.complete(instance.get_materialized_partitions(upstream.key))
             closed = grain.floor(now)
             for back in range(1, LOOKBACK_PARTITIONS + 1):
-                start = closed - back * grain.step
+                start = grain.shift(closed, -back)
                 if start < first:
                     break
                 if end is not None and start >= end:
                     continue  # the consumer's partitions stopped: nothing after its end is late
                 needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
                 missing = [k for k in (needed.keys() if needed else []) if k not in done]
-                window_end = start + grain.step
+                window_end = grain.next(start)
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
                         flags.append(

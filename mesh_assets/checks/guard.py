@@ -82,7 +82,6 @@ def write_guard(
 
 def outside(column: str, part: PartitionRange) -> Column:
     """Rows without a partition value, or of a partition the run does not write."""
-    assert part.grain.step is not None
     value = F.col(column)
-    after = part.literal(part.end + part.grain.step)
+    after = part.literal(part.end_excluded())
     return value.isNull() | (value < F.lit(part.literal(part.start))) | (value >= F.lit(after))
