@@ -118,3 +118,16 @@ def test_dagster_partitions_match_the_grain(grain: Grain, expected: list[str]):
     assert definition.get_partition_keys(current_time=datetime(2024, 6, 1, tzinfo=UTC))[:2] == expected
     assert Grain.of_partitions(definition) is grain
     assert all(grain.parse(k) == grain.floor(grain.parse(k)) for k in expected)
+
+
+def test_a_backfill_range_of_days_names_the_weeks_and_the_quarter_hours_holding_them():
+    from mesh_assets.backfill.plan import partition_bounds
+
+    weekly = Grain.WEEKLY.partitions_def(date(2024, 1, 1))
+    assert weekly is not None
+    assert partition_bounds(weekly, "2024-01-03", "2024-02-29") == dg.PartitionKeyRange("2024-01-01", "2024-02-26")
+    quarters = QUARTER.partitions_def(date(2024, 1, 1))
+    assert quarters is not None
+    assert partition_bounds(quarters, "2024-02-29", "2024-02-29") == dg.PartitionKeyRange(
+        "2024-02-29-00:00", "2024-02-29-23:45"
+    )
