@@ -150,6 +150,14 @@ class Grain:
         return self.length is not None
 
     @property
+    def step(self) -> timedelta | None:
+        """The fixed length of every partition (None when unpartitioned), kept for code written before months:
+        a monthly grain has none and raises ``ValueError``; step with :meth:`shift` instead."""
+        if self.unit == "month":
+            raise ValueError("monthly partitions have no fixed step: use Grain.shift/next/previous")
+        return self.length
+
+    @property
     def cron(self) -> str | None:
         """When a partition starts, as Dagster's cron schedule (UTC); None when unpartitioned."""
         return {

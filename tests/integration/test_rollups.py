@@ -24,6 +24,7 @@ DOMAINS = Path(__file__).resolve().parents[1] / "fixtures" / "rollups" / "domain
 DAILY = dg.AssetKey(["roll", "daily_sales"])
 WEEKLY = dg.AssetKey(["roll", "weekly_sales"])
 HOURLY = dg.AssetKey(["roll", "hourly_clicks"])
+OFF_GRID = dg.AssetKey(["roll", "weekly_off_grid"])
 WEEK = [(date(2026, 11, 2) + timedelta(days=d)).isoformat() for d in range(7)]  # Monday to Sunday
 QUARTER = Grain.minutes(15)
 
@@ -98,6 +99,14 @@ def test_a_week_is_refused_until_its_seven_days_are_published_then_written_as_on
     assert [(r["p_week"], r["days"], r["amount"]) for r in rows] == [(date(2026, 11, 2), 7, 28)]
     assert DeltaTable.forPath(spark, roll.location(WEEKLY)).history().count() == 1
     assert roll.instance.get_materialized_partitions(WEEKLY) == {"2026-11-02"}
+
+    off_grid = roll.materialize(OFF_GRID, WEEK[0])  # its rows say p_week is the Sunday: no week starts there
+
+    assert not off_grid.success
+    assert "rows outside the run's partitions 2026-11-02 were refused, nothing was written: 2026-11-08 (1 rows)" in (
+        failure(off_grid)
+    )
+    assert not Path(roll.location(OFF_GRID)).exists()
 
 
 def test_an_hour_of_quarters_runs_with_three_of_four_and_records_the_missing_one(spark, tmp_path):
