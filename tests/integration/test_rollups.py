@@ -1,6 +1,7 @@
 """Rollups with real Spark and Delta: a weekly product over a daily one, refused until all seven days are
-published (their checks are judged as in tests/unit/test_rollup_readiness.py), then written as one partition; a 15-minute input rolled up into hours with
-``min_complete``, the missing quarter recorded on the hour's materialization."""
+published (their checks are judged as in tests/unit/test_rollup_readiness.py), then written as one partition;
+a 15-minute input rolled up into hours with ``min_complete``, the missing quarter recorded on the hour's
+materialization."""
 
 from __future__ import annotations
 

@@ -135,5 +135,5 @@ def test_a_backfill_range_of_days_names_the_weeks_and_the_quarter_hours_holding_
 
 def test_the_fixed_step_of_older_code_is_refused_for_months():
     assert Grain.HOURLY.step == QUARTER.step * 4 and Grain.NONE.step is None
-    with pytest.raises(ValueError, match="monthly partitions have no fixed step: use Grain.shift"):
+    with pytest.raises(ValueError, match=r"monthly partitions have no fixed step: use Grain\.shift"):
         _ = Grain.MONTHLY.step
