@@ -4,17 +4,22 @@ window to be published and checked, unless its input accepts a share of them (``
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import dagster as dg
 from runless import report_checks
 
-from mesh_assets.graph.resolve import Table, TableKind
+from mesh_assets.assets.mappings import window_mapping
+from mesh_assets.automation.deadlines import late_inputs
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph, Table, TableKind
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.model.product import Input, Window
 from mesh_assets.run.readiness import Partial, unready
 
 QUARTER = Grain.minutes(15)
+ROLLUPS = Path(__file__).resolve().parents[1] / "fixtures" / "rollups" / "domains"
 
 
 def table(name: str, grain: Grain, **extra) -> Table:
@@ -122,3 +127,42 @@ def test_without_min_complete_one_missing_quarter_holds_the_hour():
     assert unready(instance, read, one(Grain.HOURLY, "2024-02-29-22:00"), now=datetime(2024, 3, 1, tzinfo=UTC)) == {
         "2024-02-29-22:00": ["up.quarters 2024-02-29-22:30 (not published)"]
     }
+
+
+def test_dagster_maps_weeks_to_their_days_and_a_day_to_every_week_whose_window_reads_it():
+    """What backfills (``--downstream``), invalidation, ``mesh plan`` and staleness follow between grains."""
+    days, weeks = Grain.DAILY.partitions_def(date(2024, 1, 1)), Grain.WEEKLY.partitions_def(date(2024, 1, 1))
+    mapping = window_mapping(table("days", Grain.DAILY), Window(kind="last", n=4), Grain.WEEKLY)
+    assert mapping is not None and days is not None and weeks is not None
+    week = weeks.empty_subset().with_partition_keys(["2024-02-05"])
+    read = mapping.get_upstream_mapped_partitions_result_for_partitions(week, weeks, days).partitions_subset
+    assert sorted(read.get_partition_keys())[::27] == ["2024-01-15", "2024-02-11"] and len(read) == 28
+    day = days.empty_subset().with_partition_keys(["2024-01-20"])
+    readers = mapping.get_downstream_partitions_for_partitions(day, days, weeks)
+    assert sorted(readers.get_partition_keys()) == ["2024-01-15", "2024-01-22", "2024-01-29", "2024-02-05"]
+
+
+def test_a_week_missing_a_day_is_late_its_deadline_after_the_week_ends():
+    nodes = [n for n in MeshGraph(load_all(ROLLUPS), []).nodes_of("roll") if n.table.name == "weekly_sales"]
+    instance = dg.DagsterInstance.ephemeral()
+    publish(instance, nodes[0].reads[0].table, *(f"2026-11-0{d}" for d in range(2, 8)))
+
+    assert late_inputs(instance, nodes, datetime(2026, 11, 9, 11, 59, tzinfo=UTC)) == []
+    [flag] = late_inputs(instance, nodes, datetime(2026, 11, 9, 12, 0, tzinfo=UTC))
+    assert (flag["partition"], flag["input"], flag["kind"], flag["missing"]) == (
+        "2026-11-02",
+        "roll.daily_sales",
+        "timed_out",
+        ["2026-11-08"],
+    )
+
+
+def test_the_partition_count_of_every_grain_is_what_dagster_lists():
+    from mesh_assets.graph.partition_counts import partition_count
+
+    now = datetime(2024, 3, 1, 0, 10, tzinfo=UTC)
+    for grain in (QUARTER, Grain.HOURLY, Grain.DAILY, Grain.WEEKLY, Grain.MONTHLY):
+        info = table("t", grain, start_date=date(2024, 1, 3))  # a Wednesday: weeks from the 8th, months from Feb
+        definition = grain.partitions_def(date(2024, 1, 3))
+        assert definition is not None
+        assert partition_count(info, now) == len(definition.get_partition_keys(current_time=now)), grain
