@@ -120,6 +120,8 @@ def _held_back(quality: Keys, gated: Keys = None) -> dg.AutomationCondition:
     if gated != ():
         inputs = _only(AC.any_deps_match(reduce(operator.or_, per_input)), gated)
         tests.append(inputs.with_label("an_input_not_ready"))
+    if gated is not None:  # the inputs left to the readiness rule (min_complete) still hold it back while written
+        tests.append(AC.any_deps_match(AC.in_progress()).with_label("an_input_in_progress"))
     if quality:
         checks = _only(AC.any_deps_match(_unpassed_blocking_checks()), quality)
         tests.append(checks.with_label("an_input_blocking_check_not_passed"))
