@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 import pytest
+from zones import local_time_zone
 
 from mesh_assets.model.grain import Grain, PartitionKeyError
 from mesh_assets.model.partitions import PartitionRange, window_range
@@ -71,18 +72,14 @@ def test_months_step_by_calendar_including_a_leap_february():
         Grain.MONTHLY.parse("2024-02-29")
 
 
-def test_steps_are_utc_whatever_the_process_zone(monkeypatch: pytest.MonkeyPatch):
-    import time
-
-    monkeypatch.setenv("TZ", "Europe/Madrid")
-    time.tzset()
-    try:  # 2023-03-26 is 23 hours long in Madrid; in UTC it has 96 quarter hours like any other day
+@pytest.mark.parametrize("zone", ["Europe/Madrid", "Asia/Tokyo"])
+def test_steps_are_utc_whatever_the_process_zone(zone: str):
+    with local_time_zone(zone):  # 2023-03-26 is 23 hours long in Madrid; in UTC it has 96 quarter hours
         day = PartitionRange(Grain.DAILY, at(2023, 3, 26), at(2023, 3, 26))
         assert len(day.as_grain(QUARTER).keys()) == 96
         assert Grain.WEEKLY.next(at(2023, 3, 20)) == at(2023, 3, 27)
-    finally:
-        monkeypatch.delenv("TZ")
-        time.tzset()
+        assert Grain.MONTHLY.floor(datetime(2023, 3, 31, 23, 30)) == at(2023, 3, 1)  # naive: a UTC wall time
+        assert Grain.WEEKLY.parse("2023-03-27") == at(2023, 3, 27)
 
 
 def test_windows_count_in_the_output_s_own_grain():
