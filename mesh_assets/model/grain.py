@@ -66,7 +66,7 @@ _TICK = timedelta(microseconds=1)
 
 @dataclass(frozen=True)
 class Grain:
-    """``MINUTES(n)``, ``HOURLY``, ``DAILY``, ``WEEKLY``, ``MONTHLY`` or ``NONE`` (the whole table is one unit);
+    """``Grain.minutes(n)``, ``HOURLY``, ``DAILY``, ``WEEKLY``, ``MONTHLY`` or ``NONE`` (the whole table is one unit);
     compare grains with ``is`` (each is one instance, :meth:`minutes` included)."""
 
     name: str
