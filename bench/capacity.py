@@ -13,7 +13,9 @@ a table (the observer's ``through``, readiness), one partition's latest report (
 every published partition of a table (readiness, ``mesh stale``, the deadline sensor), the latest report of a
 few named partitions, and one domain's deadline-sensor tick (10 hourly consumers of one input with
 ``freshness_hours``) over each history. The database's size per row is read from Postgres. A code server's
-memory is measured apart: a fresh interpreter loading one location of 67, 500 and 2,000 products.
+memory is measured apart: a fresh interpreter loading one location of 67, 500 and 2,000 products; and the
+daemon's tick of one domain's automation sensor (as bench/automation_tick.py ticks it) for domains of 20, 67
+and 200 products among 1,000.
 Run alone: ``python -m bench.capacity --sizes 100000 1000000``.
 """
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import ROOT, Result, print_results
+from bench.definitions_load import write_mesh
 
 sys.path[:0] = [str(ROOT / "tests" / "services")]
 
@@ -45,6 +48,8 @@ BACKGROUND_ASSETS = 1000
 NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
 LAST_HOUR = NOW.replace(minute=0) - timedelta(hours=1)
 LOCATION_SIZES = (67, 500, 2000)
+DOMAIN_SIZES = (20, 67, 200)
+DOMAIN_TICK_ASSETS = 1000
 RSS = (
     "import re, pathlib\n"
     "print(int(re.search(r'VmRSS:\\s+(\\d+)', pathlib.Path('/proc/self/status').read_text())[1]) / 1024)\n"
@@ -197,7 +202,7 @@ def _location_memory(products: int) -> tuple[float, float]:
     """(seconds, peak RSS MiB) of a fresh interpreter loading one location of ``products``."""
     import subprocess
 
-    from bench.definitions_load import LOCATION_CODE, write_mesh
+    from bench.definitions_load import LOCATION_CODE
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "domains"
@@ -210,6 +215,32 @@ def _location_memory(products: int) -> tuple[float, float]:
         )
         seconds, rss = out.stdout.strip().splitlines()[-2:]
         return float(seconds), float(rss)
+
+
+def _domain_ticks(assets: int = DOMAIN_TICK_ASSETS) -> dict[int, tuple[float, float]]:
+    """One domain's automation-sensor tick (nothing new, median of 5) among ``assets`` products, for each
+    domain size: (Mesh's condition, ``AutomationCondition.eager()`` on the same products)."""
+    from bench.automation_tick import Graph, with_condition
+    from mesh_assets.definitions import build_definitions
+    from mesh_assets.graph.discovery import load_all
+    from mesh_assets.storage.resource import MeshResource
+
+    out = {}
+    for products in DOMAIN_SIZES:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "domains"
+            write_mesh(root, assets, per_domain=products)
+            built = build_definitions(load_all(root), extra=[])
+        mesh = dg.Definitions(assets=built.assets, resources={"mesh": MeshResource()})
+        selection = next(s for s in built.sensors or [] if s.name == "d01__automation").asset_selection
+        ticks = {}
+        for name, defs in (("mesh", mesh), ("eager", with_condition(mesh, dg.AutomationCondition.eager()))):
+            graph = Graph(defs, selection)
+            graph.tick()  # the first evaluation only initialises the cursor, as in bench/automation_tick.py
+            graph.tick()
+            ticks[name] = statistics.median(graph.tick() for _ in range(5))
+        out[products] = (ticks["mesh"], ticks["eager"])
+    return out
 
 
 def _baseline_memory() -> float:
@@ -347,6 +378,17 @@ def run(sizes: tuple[int, ...] = SIZES, locations: tuple[int, ...] = LOCATION_SI
                 "import dagster alone (MiB)",
                 plain,
                 extra={"load seconds": seconds, "rss MiB": rss},
+            )
+        )
+    for products, (mesh, eager) in _domain_ticks().items():
+        results.append(
+            Result(
+                "capacity",
+                f"daemon: one domain's automation tick, its {products} products of {DOMAIN_TICK_ASSETS:,} "
+                "(x 730 daily partitions), nothing new",
+                mesh,
+                "AutomationCondition.eager(), same products",
+                eager,
             )
         )
     return results
