@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -55,19 +56,6 @@ RSS = (
     "print(int(re.search(r'VmRSS:\\s+(\\d+)', pathlib.Path('/proc/self/status').read_text())[1]) / 1024)\n"
 )
 """What a process holds once it has loaded (resident set, MiB): what a code server keeps while it serves."""
-INSTANCE_YAML = """\
-telemetry:
-  enabled: false
-storage:
-  postgres:
-    postgres_db:
-      hostname: {host}
-      port: {port}
-      username: {user}
-      password: {password}
-      db_name: {db}
-      scheme: postgresql+psycopg2
-"""
 
 
 def _median(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -256,17 +244,19 @@ def run(sizes: tuple[int, ...] = SIZES, locations: tuple[int, ...] = LOCATION_SI
     import psycopg2
     from postgres import DATABASE, USER, start_postgres, stop_postgres
 
+    from mesh_assets.cli.commands import INSTANCE_STORAGE
     from mesh_assets.graph.discovery import load_all
     from mesh_assets.graph.resolve import MeshGraph
+    from mesh_assets.settings import scoped_environ
 
     results: list[Result] = []
     server = start_postgres()
     home = Path(tempfile.mkdtemp(prefix="mesh-bench-capacity-"))
     try:
-        (home / "dagster.yaml").write_text(
-            INSTANCE_YAML.format(host=server.host, port=server.port, user=USER, password=server.password, db=DATABASE)
-        )
-        instance = dg.DagsterInstance.from_config(str(home))
+        # as `mesh setup --instance postgres` writes it: the file names variables, the password is in none
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n" + INSTANCE_STORAGE["postgres"])
+        with scoped_environ(server.env):
+            instance = dg.DagsterInstance.from_config(str(home))
         connection = psycopg2.connect(
             host=server.host, port=server.port, user=USER, password=server.password, dbname=DATABASE
         )
@@ -364,6 +354,7 @@ def run(sizes: tuple[int, ...] = SIZES, locations: tuple[int, ...] = LOCATION_SI
         instance.dispose()
     finally:
         stop_postgres(server)
+        shutil.rmtree(home, ignore_errors=True)
 
     plain = _baseline_memory()
     for products in locations:
