@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, backfill_url, run_url, send
+from mesh_assets.alerts.notify import Alert, backfill_url, chat_channel, email_addresses, run_url
+from mesh_assets.alerts.queue import Outbox
 from mesh_assets.graph.resolve import Table
 from mesh_assets.settings import AlertSettings
 
@@ -138,12 +139,13 @@ def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -
         product=table.product,
         table=table.name,
         owner=table.owner,
-        channel=next((c.value for c in table.contacts if c.kind == "chat"), ""),
+        channel=chat_channel(table.contacts),
         message=_message(table, failed),
         partitions=failed.partitions,
         checks=failed.checks,
         run_id=run_id,
         run_url=run_url(run_id, settings),
+        emails=email_addresses(table.contacts),
     )
 
 
@@ -186,10 +188,8 @@ def build_failure_sensor(
                 alerts += [_consumer_alert(c, table, failed, run_id, settings) for c in readers.get(failed.key, ())]
             if backfill:
                 alerts = [replace(a, backfill_url=backfill_url(backfill, settings)) for a in alerts]
-            for alert in alerts:
-                try:
-                    send(alert, settings)
-                except AlertNotSent as exc:  # the next failure must still be told
-                    context.log.warning(f"alert to {alert.domain}'s channel failed: {exc}")
+            outbox = Outbox(context.instance, domain, "failures")
+            for alert in alerts:  # one that does not get through waits for the alert sensor's retry
+                outbox.send(alert, settings, context.log.warning)
 
     return _failure_alerts
