@@ -39,7 +39,7 @@ CHECK_RUNS_LOOKBACK = timedelta(days=1)
 BATCH = 100
 
 
-def now() -> datetime:
+def clock() -> datetime:
     """The sensor's clock: UTC."""
     return datetime.now(UTC)
 
@@ -59,19 +59,20 @@ def _stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _recipient(table: Table) -> dict:
+    """The fields of an alert that address ``table``'s owners."""
+    return {
+        "domain": table.domain,
+        "product": table.product,
+        "table": table.name,
+        "owner": table.owner,
+        "channel": chat_channel(table.contacts),
+        "emails": email_addresses(table.contacts),
+    }
+
+
 def _to(table: Table, kind: str, message: str, partitions: list[str], **extra: str | None) -> Alert:
-    return Alert(
-        kind=kind,
-        domain=table.domain,
-        product=table.product,
-        table=table.name,
-        owner=table.owner,
-        channel=chat_channel(table.contacts),
-        message=message,
-        partitions=partitions,
-        emails=email_addresses(table.contacts),
-        **extra,  # type: ignore[arg-type]
-    )
+    return Alert(kind=kind, message=message, partitions=partitions, **_recipient(table), **extra)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def failed_checks(
         ascending=True,
     ).records
     found = []
-    for record in records:  # every run's success, few per tick: storages filter by job name only in Dagster+
+    for record in records:  # every run's success: SQLite and Postgres storages cannot filter by job
         cursor = record.storage_id
         table = jobs.get(record.event_log_entry.job_name or "")
         if table is None:
@@ -235,17 +236,6 @@ def _check_alerts(
             replace(owner, **_recipient(reader), kind="input check failed", message=message, source=table.ref)
         )
     return alerts
-
-
-def _recipient(table: Table) -> dict:
-    return {
-        "domain": table.domain,
-        "product": table.product,
-        "table": table.name,
-        "owner": table.owner,
-        "channel": chat_channel(table.contacts),
-        "emails": email_addresses(table.contacts),
-    }
 
 
 def evaluate_alerts(
@@ -302,7 +292,7 @@ def build_alert_sensor(
             readers,
             settings,
             context.cursor,
-            now(),
+            clock(),
             context.log.warning,
         )
 

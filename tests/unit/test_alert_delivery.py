@@ -100,7 +100,7 @@ def published(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, ho
     """A publication of ``key`` recorded as a run records it, the alert sensor's clock set ``hours_ago`` later."""
     instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
     at = instance.fetch_materializations(key, limit=1).records[0].timestamp + hours_ago * 3600
-    monkeypatch.setattr(watch, "now", lambda: datetime.fromtimestamp(at, UTC))
+    monkeypatch.setattr(watch, "clock", lambda: datetime.fromtimestamp(at, UTC))
 
 
 def test_a_missed_freshness_objective_is_told_once_to_owners_and_readers_and_shown_on_the_table(mesh, monkeypatch):
