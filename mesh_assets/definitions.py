@@ -233,11 +233,11 @@ def _domain_definitions(
     plain_keys = [k for a in plain for k in a.keys]
     sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
-    readers = {t.key: graph.readers(t.domain, t.name) for t in built}
-    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
+    readers = {t.key: graph.readers(t.domain, t.name) for t in [*built, *observed]}
+    checked = [t for t in observed if t.checks]
+    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers, checked)) is not None:
         sensors.append(alerts)
     if built or observed:
-        readers |= {t.key: graph.readers(t.domain, t.name) for t in observed}
         sensors.append(build_alert_sensor(domain, built, observed, readers, settings.alerts))
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
     plain_specs = [spec for a in plain for spec in a.specs]

@@ -20,7 +20,7 @@ from mesh_assets.alerts import watch
 from mesh_assets.alerts.notify import Alert
 from mesh_assets.alerts.queue import Outbox, retry
 from mesh_assets.alerts.watch import alert_sensor_name
-from mesh_assets.checks.external import checks_job_name
+from mesh_assets.checks.external import checks_job_name, checks_op_name, checks_run_config
 from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.settings import AlertSettings
@@ -255,3 +255,29 @@ def test_a_queued_alert_is_given_up_after_its_attempts(monkeypatch):
     finally:
         server.shutdown()
     assert received == [] and len(warnings) == 2
+
+
+def test_a_check_run_of_an_external_table_that_dies_tells_its_owner_and_every_reader(mesh):
+    """A check run that fails (its Spark job lost) judged nothing: the domain's run-failure sensor says so."""
+    defs, received, _ = mesh
+    instance = dg.DagsterInstance.ephemeral()
+
+    @dg.op(name=checks_op_name("shop", "raw_orders"), config_schema={"partitions": [str]})
+    def lost(_context) -> None:
+        raise ConnectionError("Spark executor lost")
+
+    @dg.job(name=checks_job_name("shop", "raw_orders"))
+    def checks() -> None:
+        lost()
+
+    run = checks.execute_in_process(
+        run_config=checks_run_config("shop", "raw_orders", [DAY]), instance=instance, raise_on_error=False
+    )
+    assert alert_failed_run(defs, instance, run.run_id, "shop") == []
+    told = {a["mesh"]["table"]: a["mesh"] for a in received}
+    assert set(told) == {"raw_orders", "orders"}
+    owner = told["raw_orders"]
+    assert (owner["kind"], owner["partitions"], owner["checks"]) == ("check run failed", [DAY], ["not_null_id"])
+    assert "Spark executor lost" in owner["message"] and owner["run_url"].endswith(f"/runs/{run.run_id}")
+    assert (told["orders"]["kind"], told["orders"]["source"]) == ("input check failed", "shop.raw_orders")
+    assert "shop.orders waits for them" in told["orders"]["message"]
