@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from failure_alerts import alert_failed_run
+from receiver import json_receiver
 from smtp_server import Mailbox, free_port
 
 from mesh_assets.alerts import watch
@@ -219,8 +220,6 @@ def test_an_alert_a_down_server_did_not_take_is_delivered_once_when_it_is_back(m
     _, warnings = tick(defs, instance, "shop")  # still down: tried again, kept
     assert received == [] and warnings == []
 
-    from receiver import json_receiver
-
     server = json_receiver(lambda _path, body: received.append(body))
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_SHOP", f"http://127.0.0.1:{server.server_port}/hook")
     up = Mailbox(port=mailbox.port, login=("mesh", PASSWORD))
@@ -246,8 +245,6 @@ def test_a_queued_alert_is_given_up_after_its_attempts(monkeypatch):
     assert retry(instance, "shop", settings, warnings.append) == []
     assert warnings[-1].endswith("; given up after 2 attempts") and "MESH_ALERT_WEBHOOK_SHOP" in warnings[-1]
     received: list[dict] = []
-    from receiver import json_receiver
-
     server = json_receiver(lambda _path, body: received.append(body))
     monkeypatch.setenv("MESH_ALERT_WEBHOOK_SHOP", f"http://127.0.0.1:{server.server_port}/hook")
     try:
