@@ -154,14 +154,19 @@ def test_retries_and_input_freshness_are_inherited_and_reach_dagster(tmp_path: P
     assert products["daily_sales"].input_freshness_hours == products["report"].input_freshness_hours == 26
 
     defs = build_definitions(domains, extra=[])
-    policies = {
+    policies = retry_policies(defs)
+    assert policies["sales"] == dg.RetryPolicy(max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL)
+    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)
+
+
+def retry_policies(defs: dg.Definitions) -> dict[str, dg.RetryPolicy | None]:
+    """Each executable table's retry policy, by table name."""
+    return {
         key.path[-1]: assets.op.retry_policy
         for assets in defs.resolve_asset_graph().assets_defs
         if assets.is_executable
         for key in assets.keys
     }
-    assert policies["sales"] == dg.RetryPolicy(max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL)
-    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)
 
 
 TIERS = """\
@@ -188,12 +193,7 @@ def test_the_platforms_tier_defaults_apply_beneath_the_domains_and_the_products(
     assert products["report"].input_freshness_hours == 4  # its own
 
     defs = build_definitions(domains, extra=[])
-    policies = {
-        key.path[-1]: assets.op.retry_policy
-        for assets in defs.resolve_asset_graph().assets_defs
-        if assets.is_executable
-        for key in assets.keys
-    }
+    policies = retry_policies(defs)
     assert policies["sales"] == dg.RetryPolicy(max_retries=2, delay=10, backoff=dg.Backoff.LINEAR)  # t2's
     assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)  # t3's
 
