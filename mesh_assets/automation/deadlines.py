@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses
+from mesh_assets.alerts.queue import Outbox
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange, window_range
@@ -144,41 +145,43 @@ def evaluate_deadlines(
                 },
             )
         )
-        channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
-        send_or_warn(
+        outbox = Outbox(instance, product.domain, "deadlines")
+        outbox.send(
             Alert(
                 kind=f"input {flag['kind']}",
                 domain=product.domain,
                 product=product.name,
                 table=flag["table"],
                 owner=product.owner,
-                channel=channel,
+                channel=chat_channel(product.contacts),
                 message=message,
                 partitions=[flag["partition"]],
+                emails=email_addresses(product.contacts),
             ),
             alerts,
             log.warning,
         )
         if flag["kind"] == "timed_out":
-            _tell_the_inputs_owner(flag, message, alerts)
+            _tell_the_inputs_owner(flag, message, alerts, outbox)
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
 
 
-def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings) -> None:
+def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings, outbox: Outbox) -> None:
     """A timed-out input is the producer's to fix: its owners hear it on their own domain's channel too."""
     upstream = flag["upstream"]
     reader = f"{flag['product'].domain}.{flag['table']}"
-    send_or_warn(
+    outbox.send(
         Alert(
             kind="input timed out for a reader",
             domain=upstream.domain,
             product=upstream.product,
             table=upstream.name,
             owner=upstream.owner,
-            channel=next((c.value for c in upstream.contacts if c.kind == "chat"), ""),
+            channel=chat_channel(upstream.contacts),
             message=f"{message} (read by {reader})",
             partitions=flag["missing"],
             source=reader,
+            emails=email_addresses(upstream.contacts),
         ),
         alerts,
         log.warning,
