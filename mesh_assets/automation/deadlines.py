@@ -18,8 +18,8 @@ import dagster as dg
 
 from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses
 from mesh_assets.alerts.queue import Outbox
-from mesh_assets.graph.resolve import Node
-from mesh_assets.model.grain import midnight, utc
+from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import AlertSettings, AutomationSettings
@@ -46,8 +46,8 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
             if not limits:
                 continue
-            done = upstream.complete(instance.get_materialized_partitions(upstream.key))
             closed = grain.floor(now)
+            due: list[tuple[datetime, list[str]]] = []
             for back in range(1, LOOKBACK_PARTITIONS + 1):
                 start = closed - back * grain.step
                 if start < first:
@@ -55,7 +55,10 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                 if end is not None and start >= end:
                     continue  # the consumer's partitions stopped: nothing after its end is late
                 needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
-                missing = [k for k in (needed.keys() if needed else []) if k not in done]
+                due.append((start, needed.keys() if needed else []))
+            done = published_of(instance, upstream, {k for _, keys in due for k in keys})
+            for start, keys in due:
+                missing = [k for k in keys if k not in done]
                 window_end = start + grain.step
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
@@ -74,6 +77,19 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                             }
                         )
     return flags
+
+
+def published_of(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
+    """Which of ``keys`` are published, as consumers count them (a regional day only with every region).
+
+    Only these partitions are asked of the instance, not every partition the table ever published: a tick
+    then costs the same for a table of a month's hours as for one of three years' (BENCHMARKS.md, "capacity").
+    """
+    if not keys:
+        return set()  # no partitions named: the instance would answer for every partition
+    asked = {region_key(k, r) for k in keys for r in upstream.regions} if upstream.regions else keys
+    found = instance.get_latest_storage_id_by_partition(upstream.key, dg.DagsterEventType.ASSET_MATERIALIZATION, asked)
+    return upstream.complete(set(found))
 
 
 def build_deadline_sensor(
