@@ -154,6 +154,17 @@ class LineageSettings(Section):
         return own.undeclared_reads if own and own.undeclared_reads else self.undeclared_reads
 
 
+class SmtpSettings(Section):
+    """The mail server that delivers alerts to a table's ``email`` contacts; none (no ``host``): no mail. Its
+    password is a secret: it comes from ``MESH_ALERT_SMTP_PASSWORD`` alone, never from ``mesh.yaml``."""
+
+    host: str | None = None
+    port: int = Field(default=25, gt=0, lt=65536)
+    user: str | None = None
+    sender: str = "mesh@localhost"
+    starttls: bool = False
+
+
 class AlertSettings(Section):
     """Where owners hear about failures. Webhook URLs are secrets: they come from the environment only,
     one variable per domain (``MESH_ALERT_WEBHOOK_<DOMAIN>``, e.g. ``MESH_ALERT_WEBHOOK_FOOD_DELIVERY``)."""
@@ -161,6 +172,12 @@ class AlertSettings(Section):
     enabled: bool = True
     webserver_url: str = "http://127.0.0.1:3000"
     timeout_seconds: float = 5.0
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    attempts: int = Field(default=5, ge=1, le=100)
+    """How many times an alert is tried in all: one send, then a retry per tick of its domain's alert sensor
+    while its webhook or mail server does not take it."""
+    interval_seconds: int = Field(default=60, ge=5)
+    """How often each domain's alert sensor judges freshness and external checks, and retries what waits."""
 
 
 class DagsterSettings(Section):

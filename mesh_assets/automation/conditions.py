@@ -85,6 +85,10 @@ def _subset(keys: list[dg.AssetKey], inputs: set[dg.AssetKey]) -> Keys:
     return None if set(keys) == inputs else tuple(keys)
 
 
+DBT_LABEL = "mesh_dependencies(dbt)"
+"""How the UI names a dbt model's condition."""
+
+
 @cache
 def dbt_model_condition() -> dg.AutomationCondition:
     """A dbt model's condition: Dagster's ``eager`` (its latest window once every input is there, once per
@@ -92,7 +96,7 @@ def dbt_model_condition() -> dg.AutomationCondition:
     History is recomputed by backfills (``mesh backfill --downstream``), which pass the window to dbt.
     One object shared by every model."""
     gate = ~AC.any_deps_match(_unpassed_blocking_checks()).with_label("input_blocking_checks_passed")
-    return (AC.eager() & gate).with_label("mesh_dependencies(dbt)")
+    return (AC.eager() & gate).with_label(DBT_LABEL)
 
 
 def _trigger(by_partition: Keys, whole: Keys) -> dg.AutomationCondition:

@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
-from mesh_assets.graph.resolve import Node
-from mesh_assets.model.grain import midnight, utc
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses
+from mesh_assets.alerts.queue import Outbox
+from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import DataProduct
 from mesh_assets.settings import AlertSettings, AutomationSettings
@@ -45,8 +46,8 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
             if not limits:
                 continue
-            done = upstream.complete(instance.get_materialized_partitions(upstream.key))
             closed = grain.floor(now)
+            due: list[tuple[datetime, list[str]]] = []
             for back in range(1, LOOKBACK_PARTITIONS + 1):
                 start = grain.shift(closed, -back)
                 if start < first:
@@ -54,7 +55,10 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                 if end is not None and start >= end:
                     continue  # the consumer's partitions stopped: nothing after its end is late
                 needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
-                missing = [k for k in (needed.keys() if needed else []) if k not in done]
+                due.append((start, needed.keys() if needed else []))
+            done = published_of(instance, upstream, {k for _, keys in due for k in keys})
+            for start, keys in due:
+                missing = [k for k in keys if k not in done]
                 window_end = grain.next(start)
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
@@ -73,6 +77,19 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                             }
                         )
     return flags
+
+
+def published_of(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
+    """Which of ``keys`` are published, as consumers count them (a regional day only with every region).
+
+    Only these partitions are asked of the instance, not every partition the table ever published: a tick
+    then costs the same for a table of a month's hours as for one of three years' (BENCHMARKS.md, "capacity").
+    """
+    if not keys:
+        return set()  # no partitions named: the instance would answer for every partition
+    asked = {region_key(k, r) for k in keys for r in upstream.regions} if upstream.regions else keys
+    found = instance.get_latest_storage_id_by_partition(upstream.key, dg.DagsterEventType.ASSET_MATERIALIZATION, asked)
+    return upstream.complete(set(found))
 
 
 def build_deadline_sensor(
@@ -128,41 +145,43 @@ def evaluate_deadlines(
                 },
             )
         )
-        channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
-        send_or_warn(
+        outbox = Outbox(instance, product.domain, "deadlines")
+        outbox.send(
             Alert(
                 kind=f"input {flag['kind']}",
                 domain=product.domain,
                 product=product.name,
                 table=flag["table"],
                 owner=product.owner,
-                channel=channel,
+                channel=chat_channel(product.contacts),
                 message=message,
                 partitions=[flag["partition"]],
+                emails=email_addresses(product.contacts),
             ),
             alerts,
             log.warning,
         )
         if flag["kind"] == "timed_out":
-            _tell_the_inputs_owner(flag, message, alerts)
+            _tell_the_inputs_owner(flag, message, alerts, outbox)
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
 
 
-def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings) -> None:
+def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings, outbox: Outbox) -> None:
     """A timed-out input is the producer's to fix: its owners hear it on their own domain's channel too."""
     upstream = flag["upstream"]
     reader = f"{flag['product'].domain}.{flag['table']}"
-    send_or_warn(
+    outbox.send(
         Alert(
             kind="input timed out for a reader",
             domain=upstream.domain,
             product=upstream.product,
             table=upstream.name,
             owner=upstream.owner,
-            channel=next((c.value for c in upstream.contacts if c.kind == "chat"), ""),
+            channel=chat_channel(upstream.contacts),
             message=f"{message} (read by {reader})",
             partitions=flag["missing"],
             source=reader,
+            emails=email_addresses(upstream.contacts),
         ),
         alerts,
         log.warning,

@@ -92,7 +92,8 @@ def unready_models(
 ) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
     """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
     tables: dbt sources) are not published or have not passed their blocking checks, or, read whole, are older
-    than the model's domain allows (``input_freshness_hours`` in its ``domain.yaml``), with the reasons."""
+    than the model's domain allows (``input_freshness_hours`` in its ``domain.yaml``, else its tier's in
+    ``domains/tiers.yaml``), with the reasons."""
     from mesh_assets.dbt.catalog import dbt_tables
     from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.graph.isolate import catalog_tables, discover_all
@@ -119,7 +120,7 @@ def unready_models(
                 )
             reads.append((Input(table=".".join(dep.path)), info))
         domain = defaults.get(key.path[0]) if len(key.path) == 2 else None
-        hours = domain.input_freshness_hours if domain is not None else None
+        hours = domain.under({}).get("input_freshness_hours") if domain is not None else None  # or its tier's
         if found := unready(context.instance, reads, part, landed=landed_keys(mesh), default_hours=hours):
             out[key] = found
     return out
