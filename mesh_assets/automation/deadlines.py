@@ -49,7 +49,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             closed = grain.floor(now)
             due: list[tuple[datetime, list[str]]] = []
             for back in range(1, LOOKBACK_PARTITIONS + 1):
-                start = closed - back * grain.step
+                start = grain.shift(closed, -back)
                 if start < first:
                     break
                 if end is not None and start >= end:
@@ -59,7 +59,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             done = published_of(instance, upstream, {k for _, keys in due for k in keys})
             for start, keys in due:
                 missing = [k for k in keys if k not in done]
-                window_end = start + grain.step
+                window_end = grain.next(start)
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
                         flags.append(

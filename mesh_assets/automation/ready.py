@@ -80,7 +80,12 @@ def limits_age(node: Node, read: Read) -> bool:
 
 
 def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
-    """The condition over ``node``'s inputs from other code locations, and those whose age is limited; None when
-    it reads none. ``watermark`` reads a watermark column's maximum (from the deployment's warehouse)."""
-    reads = tuple(read for read in node.reads if in_other_location(node, read.table) or limits_age(node, read))
+    """The condition over ``node``'s inputs from other code locations, those whose age is limited and those read
+    with ``min_complete`` (a share of the window); None when it reads none. ``watermark`` reads a watermark
+    column's maximum (from the deployment's warehouse)."""
+    reads = tuple(
+        read
+        for read in node.reads
+        if in_other_location(node, read.table) or limits_age(node, read) or read.input.min_complete is not None
+    )
     return InputsReadyElsewhere(node, reads, watermark) if reads else None

@@ -25,6 +25,7 @@ from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 from mesh_assets.lineage.plan import normalize
 from mesh_assets.lineage.run import spark_version
+from mesh_assets.model.grain import Grain
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.pyspark import MeshPySparkResource
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry
 
 JOB_TYPE = ("DAGSTER", "ASSET")
-KINDS = {"0 0 * * *": "daily", "0 * * * *": "hourly"}
-"""Mesh's names of the Dagster partitions a plain asset may have, by their cron schedule."""
 
 
 @dataclass
@@ -63,8 +62,12 @@ def _location(registry: TableRegistry, key: dg.AssetKey) -> str | None:
 
 
 def _kind(partitions: dg.PartitionsDefinition | None) -> str:
+    """Mesh's name of a plain asset's partitions (its grain's: ``daily``, ``15min``), else Dagster's."""
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
-        return KINDS.get(partitions.cron_schedule, partitions.cron_schedule)
+        try:
+            return Grain.of_partitions(partitions).name
+        except ValueError:  # a schedule no grain has
+            return partitions.cron_schedule
     return type(partitions).__name__
 
 

@@ -98,8 +98,7 @@ def window(grain: Grain, start: str, end: str) -> tuple[datetime, datetime] | No
         rng = PartitionRange.from_keys(grain, start, end)
     except ValueError:
         return None
-    assert rng.grain.step is not None
-    return rng.start, rng.end + rng.grain.step
+    return rng.start, rng.end_excluded()
 
 
 def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> RunDescription:

@@ -37,12 +37,10 @@ class PartitionRange:
         return [self.grain.key(v) for v in self.values()]
 
     def values(self) -> list[datetime]:
-        step = self.grain.step
-        assert step is not None
         out, current = [], self.start
         while current <= self.end:
             out.append(current)
-            current += step
+            current = self.grain.next(current)
         return out
 
     def describe(self) -> str:
@@ -55,24 +53,24 @@ class PartitionRange:
 
     def widen(self, lookback: int) -> PartitionRange:
         """The range extended ``lookback`` partitions into the past (a ``last N`` window)."""
-        step = self.grain.step
-        assert step is not None
-        return PartitionRange(self.grain, self.start - lookback * step, self.end)
+        return PartitionRange(self.grain, self.grain.shift(self.start, -lookback), self.end)
 
     def before(self, count: int) -> PartitionRange:
         """The ``count`` partitions before each partition of the range, together (a ``previous`` window):
         ``start - count`` .. ``end - 1``."""
-        step = self.grain.step
-        assert step is not None
-        return PartitionRange(self.grain, self.start - count * step, self.end - step)
+        return PartitionRange(self.grain, self.grain.shift(self.start, -count), self.grain.previous(self.end))
 
     def as_grain(self, grain: Grain) -> PartitionRange:
-        """The same time span in partitions of ``grain`` (a day's 24 hours, or an hour's day)."""
+        """The same time span in partitions of ``grain`` (a day's 24 hours, a week's 7 days, or an hour's day)."""
         if grain is self.grain:
             return self
-        if grain.step is not None and self.grain.step is not None and grain.step < self.grain.step:
-            return PartitionRange(grain, self.start, grain.last_within(self.end, self.grain))
+        if grain.finer_than(self.grain):
+            return PartitionRange(grain, grain.floor(self.start), grain.last_within(self.end, self.grain))
         return PartitionRange(grain, grain.floor(self.start), grain.floor(self.end))
+
+    def end_excluded(self) -> datetime:
+        """Where the range's last partition ends: the start of the partition after it."""
+        return self.grain.next(self.end)
 
     def literal(self, value: datetime) -> date | datetime:
         """The Python value Spark compares the partition column with (see :meth:`Grain.literal`)."""

@@ -12,6 +12,7 @@ engine mode is ``submit`` (:mod:`mesh_assets.run.submit`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import dagster as dg
@@ -24,7 +25,7 @@ from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.layers import records_for
 from mesh_assets.run.outcome import RunOutcome, merged
-from mesh_assets.run.readiness import landed_keys, table_watermarks, unready_partitions
+from mesh_assets.run.readiness import Partial, landed_keys, table_watermarks, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.run.replay import refuse_out_of_order
 from mesh_assets.settings import EngineMode, MeshSettings
@@ -96,8 +97,9 @@ def _run(
 ) -> RunOutcome:
     watermark = table_watermarks(mesh.registry.location, mesh.settings.s3)
     records = records_for(context.instance, mesh.environment)
+    partial: Partial = {}
     blocked = unready_partitions(
-        context.instance, node, part, earlier or (), landed_keys(mesh), watermark, records=records
+        context.instance, node, part, earlier or (), landed_keys(mesh), watermark, records=records, partial=partial
     )
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
@@ -115,8 +117,10 @@ def _run(
     if engine_mode(node, settings) is EngineMode.SUBMIT and settings.environment is None:  # an environment runs here
         from mesh_assets.run.submit import launch
 
-        return launch(context, mesh, node, plan)
-    return run_body(mesh.spark, mesh.registry, node, plan, context.log)
+        outcome = launch(context, mesh, node, plan)
+    else:
+        outcome = run_body(mesh.spark, mesh.registry, node, plan, context.log)
+    return replace(outcome, incomplete=partial) if partial else outcome
 
 
 def execute(

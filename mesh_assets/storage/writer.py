@@ -81,7 +81,7 @@ def replace_predicate(
         col = f"{check_identifier(alias)}`.`{col}"
     values = sorted(only) if only is not None else partitions.values()
     grain = partitions.grain
-    contiguous = all(b - a == grain.step for a, b in itertools.pairwise(values))
+    contiguous = all(grain.next(a) == b for a, b in itertools.pairwise(values))
     if contiguous and values:
         return f"`{col} >= {grain.sql_literal(values[0])} AND `{col} <= {grain.sql_literal(values[-1])}"
     return f"`{col} IN ({', '.join(grain.sql_literal(v) for v in values)})"

@@ -200,8 +200,8 @@ def test_mesh_facets_follow_the_schema_their_urls_name():
         url, _, pointer = facet["_schemaURL"].partition("#/$defs/")
         assert url == schema["$id"]
         jsonschema.validate(facet, {**schema, "$ref": f"#/$defs/{pointer}"})
-    bad = {**facets["mesh_partitions"], "kind": "weekly"}
-    with pytest.raises(jsonschema.ValidationError, match="weekly"):
+    bad = {**facets["mesh_partitions"], "kind": "quarterly"}
+    with pytest.raises(jsonschema.ValidationError, match="quarterly"):
         jsonschema.validate(bad, {**schema, "$ref": "#/$defs/MeshPartitionsRunFacet"})
 
 
