@@ -32,8 +32,10 @@ from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import DBT_GRAIN, is_model, model_domain, model_end, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.translator import MeshDbtTranslator
+from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.errors import Refused
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
@@ -195,10 +197,16 @@ def _dbt_models(
             from mesh_assets.dbt.publish import publish_models, refuse_past_ranges
 
             full_refresh = config.full_refresh or rebuild_requested(context.run.tags)
+            domain = sorted(context.selected_asset_keys)[0].path[0]  # a location's models are its domain's
+            identify_run(context, mesh.settings, domain)
             unready = unready_models(context, mesh)
             specs = context.assets_def.specs_by_key
             selected = {specs[key].metadata[UNIQUE_ID] for key in context.selected_asset_keys}
             register_tables(mesh, manifest, selected)  # creates Mesh's session first: dbt reuses it
+            try:
+                use_identity(mesh.spark, mesh.settings, domain)  # its writes with its domain's storage keys
+            except Refused as exc:
+                raise dg.Failure(description=exc.description) from None
             # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
             # products run after them in this process must get the session back as it was.
             with scoped_conf(mesh.spark, DBT_SESSION_CONF):

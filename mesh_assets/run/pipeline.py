@@ -16,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.kinds import Replay
 from mesh_assets.model.partitions import PartitionRange
@@ -116,6 +117,7 @@ def _run(
         from mesh_assets.run.submit import launch
 
         return launch(context, mesh, node, plan)
+    use_identity(mesh.spark, settings, node.domain)  # its writes with its domain's storage keys
     return run_body(mesh.spark, mesh.registry, node, plan, context.log)
 
 
@@ -123,7 +125,8 @@ def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
     """The asset's body: the run with its hooks (lineage), then its events; a classified output's errors
-    reach them without row values."""
+    reach them without row values; the run is tagged with the domain whose identity ran it."""
+    identify_run(context, mesh.settings, node.domain)
     with run_hooks(context, mesh, node) as hooks, step_failures(node.table):
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)

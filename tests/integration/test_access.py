@@ -17,8 +17,11 @@ from delta.tables import DeltaTable
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.definitions import build_definitions
+from mesh_assets.engine.identity import IDENTITY_TAG
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.settings import get_settings
 
 pytestmark = pytest.mark.spark
 
@@ -162,3 +165,21 @@ def test_temporary_views_and_the_cache_are_not_writes(spark, world):
         1,
         2,
     ]
+
+
+def test_a_run_names_the_domain_whose_identity_ran_it(spark, world):
+    """The run's tag and its lineage's ``mesh_identity`` facet name the domain, and whose storage keys it used."""
+    instance = world[1]
+    result = _run(world, "hb", "staff_view")
+    assert result.success
+    assert instance.get_run_by_id(result.run_id).tags[IDENTITY_TAG] == "hb"
+    events = [
+        e
+        for e in read_events(get_settings().lineage_dir)
+        if e["job"]["name"] == "hb.staff_view" and e["run"]["facets"]["parent"]["run"]["runId"] == result.run_id
+    ]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    for event in events:
+        facet = event["run"]["facets"]["mesh_identity"]
+        assert (facet["domain"], facet["storage"]) == ("hb", "deployment")
+        assert facet["_schemaURL"].endswith("lineage-facets.json#/$defs/MeshIdentityRunFacet")
