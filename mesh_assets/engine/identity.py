@@ -11,8 +11,9 @@ The keys are set on the session's Hadoop configuration for the warehouse's bucke
 options: tables in other buckets keep the deployment's keys), never as Spark configuration (shown on command
 lines and in Spark's UI). Hadoop keeps one file system per bucket and JVM, made with the keys of its first
 use, so a change of identity closes the driver's: the next access opens one with the new keys. Executors on a
-cluster keep theirs, so a Spark application that has worked under one domain's keys refuses another's there
-(one code location per domain runs its steps in processes of its own).
+cluster keep theirs, made with the keys of the application's first jobs, so there a domain's keys are set only
+before the application's first job, and an application that ran jobs under other keys refuses them (one code
+location per domain runs its steps in processes of its own).
 """
 
 from __future__ import annotations
@@ -146,9 +147,9 @@ def use_identity(spark: SparkSession, settings: MeshSettings, domain: str) -> No
         if applied[1] == wanted[1]:
             return
         local = settings.spark.master.startswith("local")
-        if id(spark) in _applied and not local:
+        if not local and (id(spark) in _applied or spark.sparkContext.statusTracker().getJobIdsForGroup()):
             raise Refused(
-                f"this Spark application ({settings.spark.master}) already wrote with "
+                f"this Spark application ({settings.spark.master}) already ran jobs with "
                 f"{applied[0] or 'the deployment'}'s storage keys, which its executors keep: run domain {domain}'s "
                 "steps in a process of their own (its own code location); nothing was run"
             )

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from mesh_assets.engine.identity import CredentialsMissing, domain_environ, domain_keys, joined, run_identity
+from mesh_assets.engine.identity import (
+    CredentialsMissing,
+    domain_environ,
+    domain_keys,
+    joined,
+    run_identity,
+    use_identity,
+)
+from mesh_assets.model.errors import Refused
 from mesh_assets.settings import MeshSettings
 
 
@@ -45,3 +53,32 @@ def test_the_tag_names_every_domain_that_ran_in_the_run():
     assert joined(None, "hb") == "hb"
     assert joined("hb", "hb") == "hb"
     assert joined("hb", "ha") == "ha,hb"
+
+
+class _Tracker:
+    def getJobIdsForGroup(self, group=None):
+        return [0]  # a job already ran
+
+
+class _Application:
+    """A cluster's application that already ran a job: its executors hold file systems made with other keys."""
+
+    class sparkContext:
+        @staticmethod
+        def statusTracker():
+            return _Tracker()
+
+
+def test_a_cluster_application_that_ran_jobs_refuses_a_domains_keys(monkeypatch):
+    monkeypatch.setenv("CENTRAL_KEY", "AKIACENTRAL")
+    monkeypatch.setenv("CENTRAL_SECRET", "s3cr3t")
+    s = MeshSettings(
+        warehouse="s3a://lake/wh",
+        spark={"master": "spark://10.0.0.5:7077"},
+        s3={"domains": {"central": {"access_key_env": "CENTRAL_KEY", "secret_key_env": "CENTRAL_SECRET"}}},
+    )
+    with pytest.raises(Refused, match="already ran jobs with the deployment's storage keys, which its executors keep"):
+        use_identity(_Application(), s, "central")
+    connect = s.model_copy(update={"spark": s.spark.model_copy(update={"master": "sc://10.0.0.5:15002"})})
+    with pytest.raises(Refused, match="Mesh cannot give a Spark Connect server"):
+        use_identity(_Application(), connect, "central")
