@@ -126,8 +126,8 @@ def use_identity(spark: SparkSession, settings: MeshSettings, domain: str) -> No
     """Make ``spark`` write the warehouse's bucket with ``domain``'s keys (the deployment's when it has none).
 
     Nothing to do without an ``s3a://`` warehouse, or while no domain has keys of its own. Refused under Spark
-    Connect (the server's keys write; run a server per domain) and on a cluster whose executors already used
-    another domain's keys.
+    Connect (the server's keys write; run a server per domain) and on a cluster whose application already ran
+    jobs with other keys (its executors keep the file systems those made).
     """
     bucket = warehouse_bucket(settings)
     if bucket is None or not settings.s3.domains:
