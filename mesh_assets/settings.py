@@ -233,12 +233,29 @@ class MaintenanceSettings(Section):
         return self
 
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class DomainKeys(Section):
+    """One domain's own S3 keys, named by the environment variables that hold them (never the keys themselves):
+    its runs write the warehouse's bucket with them, so a bucket policy per key confines each domain to its
+    prefix (:mod:`mesh_assets.engine.identity`)."""
+
+    access_key_env: str = Field(pattern=ENV_NAME)
+    """The variable holding the domain's access key id, e.g. ``CENTRAL_AWS_ACCESS_KEY_ID``."""
+    secret_key_env: str = Field(pattern=ENV_NAME)
+    """The variable holding the domain's secret access key."""
+    session_token_env: str | None = Field(default=None, pattern=ENV_NAME)
+    """The variable holding a session token, for temporary keys."""
+
+
 class S3Settings(Section):
     """S3-compatible object storage for ``s3a://`` warehouses (AWS S3, MinIO, Ceph ...).
 
     Credentials are secrets: Mesh passes ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
     ``AWS_SESSION_TOKEN``) from the environment only; without them Hadoop's default AWS chain applies (instance
     profiles, web identity ...). Unknown fields are refused, so a key pasted into ``mesh.yaml`` fails loudly.
+    ``domains`` gives a domain keys of its own, by the names of the variables holding them.
     """
 
     endpoint: str | None = None
@@ -246,6 +263,9 @@ class S3Settings(Section):
     region: str | None = None
     path_style_access: bool = False
     """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
+    domains: dict[str, DomainKeys] = Field(default_factory=dict)
+    """Per domain, the variables holding its own keys: its runs write the warehouse's bucket with those; a domain
+    not listed uses the deployment's (``AWS_*``)."""
 
 
 class ComputeLogSettings(Section):

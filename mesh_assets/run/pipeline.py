@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.kinds import Replay
 from mesh_assets.model.partitions import PartitionRange
@@ -119,6 +120,7 @@ def _run(
 
         outcome = launch(context, mesh, node, plan)
     else:
+        use_identity(mesh.spark, settings, node.domain)  # its writes with its domain's storage keys
         outcome = run_body(mesh.spark, mesh.registry, node, plan, context.log)
     return replace(outcome, incomplete=partial) if partial else outcome
 
@@ -127,7 +129,8 @@ def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
     """The asset's body: the run with its hooks (lineage), then its events; a classified output's errors
-    reach them without row values."""
+    reach them without row values; the run is tagged with the domain whose identity ran it."""
+    identify_run(context, mesh.settings, node.domain)
     with run_hooks(context, mesh, node) as hooks, step_failures(node.table):
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)
