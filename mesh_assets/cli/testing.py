@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 LOG = "test.log"
 """Under ``<home>/logs``: what Spark's JVM and dbt print while ``mesh test`` runs (``--verbose`` shows it)."""
@@ -33,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_test(args: argparse.Namespace, console: Console) -> int:
     """The cases' outcomes on the screen; Spark's and dbt's own lines in the log file unless ``--verbose``."""
+    from rich.console import Console
+
     from mesh_assets.cli.capture import output_to
     from mesh_assets.settings import get_settings
 
