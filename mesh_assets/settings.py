@@ -101,6 +101,10 @@ class EngineSettings(Section):
     spark_submit: str | None = None
     """The ``spark-submit`` to run; default: the one PySpark ships (``pyspark/bin/spark-submit``)."""
     emr_serverless: EmrServerlessSettings = Field(default_factory=EmrServerlessSettings)
+    max_runs: int = Field(default=2, ge=1)
+    """Runs the engine takes at once, however they were launched (automation, the UI, ``mesh backfill``, a
+    schedule): the instance's run queue starts no more and keeps the others queued until one ends
+    (``concurrency.runs.max_concurrent_runs`` in the ``dagster.yaml`` ``mesh setup`` writes)."""
 
     @model_validator(mode="after")
     def _launchable(self) -> Self:
@@ -196,8 +200,8 @@ class AutomationSettings(Section):
     interval_seconds: int = Field(default=30, ge=5)
     observer_interval_seconds: int = Field(default=60, ge=5)
     engine_tag: str | None = "spark"
-    """Runs the sensors start carry ``mesh/engine=<engine_tag>``; limit them per engine with the instance's
-    ``run_queue.tag_concurrency_limits`` (each table already has its own pool)."""
+    """Runs the sensors start carry ``mesh/engine=<engine_tag>``, to find them among the others; every run,
+    tagged or not, counts towards ``engine.max_runs`` and waits for its table's pool."""
 
 
 MIN_RETENTION_HOURS = 168

@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVIEST_FIRST = ("e2e", "slow", "spark")
 """Markers by the time a test costs: servers it starts, then seconds of its own, then the shared SparkSession."""
 LONGEST_FIRST = (
-    "tests/integration/test_kind_deployment.py",  # a webserver, a daemon, two code servers: 314 s under load
+    "tests/integration/test_kind_deployment.py",  # with the next two, one deployment (tests/deployment.py):
+    "tests/integration/test_daemon_end_to_end.py",  # 34 s to start, then 199 s, 282 s and 112 s of tests,
+    "tests/integration/test_backfill_daemon.py",  # 634 s in all on one worker at load 12
     "tests/e2e/test_first_run.py",  # `make demo` over seven days, then the README's commands: 206 s setup
     "tests/e2e/test_operator_ui.py",  # five code servers, a webserver, a daemon, Chromium: 111 s
-    "tests/integration/test_backfill_daemon.py",  # a webserver, a daemon, a code server: 103 s
 )
 """The files that took longest in the last whole run (``--durations``, 3 workers), longest first: they start
 before every other file, whatever their markers, so that none of them starts last and runs alone at the end."""
@@ -58,6 +59,11 @@ SHARING_SESSION_FIXTURES = {
         "tests/services/test_spark_connect.py",
         "tests/services/test_spark_standalone.py",
         "tests/services/test_submit_mode.py",
+    ),
+    "shared_deployment (tests/integration/conftest.py, tests/deployment.py)": (
+        "tests/integration/test_backfill_daemon.py",
+        "tests/integration/test_daemon_end_to_end.py",
+        "tests/integration/test_kind_deployment.py",
     ),
     "served (tests/unit/conftest.py)": (
         "tests/unit/test_backfill_plan.py",

@@ -3,9 +3,12 @@ are late, visibly in the UI and to the owner's channel.
 
 For a consumer partition P (due when its time window closes), an input with ``freshness_hours`` is *late*
 when the input partitions P needs are not all published ``freshness_hours`` after P's window closed; with
-``timeout_hours`` it has *timed out*. Each flag is a runless observation on the consumer's partition (it
-shows on the partition's timeline in the UI) and one alert; the sensor's cursor remembers what it flagged,
-so a flag is raised once.
+``timeout_hours`` it has *timed out*. An input read whole (a dimension, a snapshot) older than its
+``freshness_hours`` (or the product's ``input_freshness_hours``) is *stale* while due partitions of its
+consumer wait for it (readiness holds them back): it is flagged on those partitions and told to the consumer's
+owners and the input's, once per publication of the input that went stale. Each flag is a runless
+observation on the consumer's partition (it shows on the partition's timeline in the UI) and one alert; the
+sensor's cursor remembers what it flagged, so a flag is raised once.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import dagster as dg
 
 from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses
 from mesh_assets.alerts.queue import Outbox
+from mesh_assets.automation.ready import limits_age
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange, window_range
 from mesh_assets.model.product import DataProduct
+from mesh_assets.run.readiness import unready
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
@@ -92,11 +97,67 @@ def published_of(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) 
     return upstream.complete(set(found))
 
 
+def _due(node: Node, instance: dg.DagsterInstance, now: datetime) -> list[str]:
+    """The consumer's partitions of the last few closed windows that were never published (only those asked of
+    the instance, as :func:`published_of` does)."""
+    grain = node.table.grain
+    first = midnight(node.product.start_date)
+    end = midnight(node.product.end_date) if node.product.end_date else None
+    closed = grain.floor(now)
+    starts = [grain.shift(closed, -back) for back in range(LOOKBACK_PARTITIONS, 0, -1)]
+    keys = [grain.key(s) for s in starts if s >= first and (end is None or s < end)]
+    if not keys:
+        return []
+    found = instance.get_latest_storage_id_by_partition(
+        node.table.key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(keys)
+    )
+    return [k for k in keys if k not in found]
+
+
+def stale_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) -> list[dict]:
+    """Every (consumer, input read whole) whose input is older than allowed while due partitions wait for it."""
+    now = utc(now)
+    flags = []
+    for node in nodes:
+        if not node.table.grain.partitioned:
+            continue
+        default = node.product.input_freshness_hours
+        for read in node.reads:
+            hours = read.input.freshness_hours or default
+            if not hours or not limits_age(node, read):
+                continue
+            problems = unready(instance, [(read.input, read.table)], None, default_hours=default, now=now)
+            stale = [p for p in problems.get(None, []) if "(stale:" in p]
+            waiting = _due(node, instance, now) if stale else []
+            if not waiting:
+                continue
+            latest = instance.get_latest_materialization_event(read.table.key)
+            flags.append(
+                {
+                    "asset": list(node.table.key.path),
+                    "partitions": waiting,
+                    "input": read.table.ref,
+                    "kind": "stale",
+                    "hours": hours,
+                    "why": stale[0],
+                    "since": latest.timestamp if latest is not None else 0.0,
+                    "product": node.product,
+                    "table": node.table.name,
+                    "upstream": read.table,
+                }
+            )
+    return flags
+
+
 def build_deadline_sensor(
     domain: str, nodes: list[Node], settings: AutomationSettings, alerts: AlertSettings = DEFAULT_ALERTS
 ) -> dg.SensorDefinition | None:
     """The deadline watcher of ``domain``'s outputs ``nodes``; None when no input sets a freshness or timeout."""
-    watched = [n for n in nodes if any(r.input.freshness_hours or r.input.timeout_hours for r in n.reads)]
+    watched = [
+        n
+        for n in nodes
+        if n.product.input_freshness_hours or any(r.input.freshness_hours or r.input.timeout_hours for r in n.reads)
+    ]
     if not watched:
         return None
 
@@ -163,16 +224,52 @@ def evaluate_deadlines(
         )
         if flag["kind"] == "timed_out":
             _tell_the_inputs_owner(flag, message, alerts, outbox)
+    for flag in stale_inputs(instance, nodes, now):
+        ident = f"{'/'.join(flag['asset'])}|{flag['input']}|stale|{flag['since']}"
+        if ident in seen:
+            continue
+        seen.add(ident)
+        events += _flag_stale(flag, alerts, Outbox(instance, flag["product"].domain, "deadlines"))
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
 
 
-def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings, outbox: Outbox) -> None:
-    """A timed-out input is the producer's to fix: its owners hear it on their own domain's channel too."""
+def _flag_stale(flag: dict, alerts: AlertSettings, outbox: Outbox) -> list[dg.AssetObservation]:
+    """One stale input: an observation on each waiting partition, the consumer's owners and the input's told."""
+    product: DataProduct = flag["product"]
+    waiting = flag["partitions"]
+    message = (
+        f"input {flag['input']} stale for {product.domain}.{flag['table']}: {flag['why']}; "
+        f"{', '.join(waiting)} wait until {flag['input']} is published again"
+    )
+    metadata = {"input_deadline": "stale", "late_input": flag["input"], "hours": flag["hours"], "message": message}
+    outbox.send(
+        Alert(
+            kind="input stale",
+            domain=product.domain,
+            product=product.name,
+            table=flag["table"],
+            owner=product.owner,
+            channel=chat_channel(product.contacts),
+            message=message,
+            partitions=waiting,
+            emails=email_addresses(product.contacts),
+        ),
+        alerts,
+        log.warning,
+    )
+    _tell_the_inputs_owner({**flag, "missing": []}, message, alerts, outbox, kind="input stale for a reader")
+    return [dg.AssetObservation(dg.AssetKey(flag["asset"]), partition=p, metadata=metadata) for p in waiting]
+
+
+def _tell_the_inputs_owner(
+    flag: dict, message: str, alerts: AlertSettings, outbox: Outbox, kind: str = "input timed out for a reader"
+) -> None:
+    """A timed-out or stale input is the producer's to fix: its owners hear it on their own domain's channel too."""
     upstream = flag["upstream"]
     reader = f"{flag['product'].domain}.{flag['table']}"
     outbox.send(
         Alert(
-            kind="input timed out for a reader",
+            kind=kind,
             domain=upstream.domain,
             product=upstream.product,
             table=upstream.name,

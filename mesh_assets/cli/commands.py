@@ -66,14 +66,6 @@ the scheme names the driver dagster-postgres installs (psycopg2), which SQLAlche
 INSTANCE_COMMON = """\
 telemetry:
   enabled: false
-concurrency:
-  pools:
-    default_limit: 1
-  runs:
-    tag_concurrency_limits:
-      - key: mesh/engine
-        value: spark
-        limit: 2
 # A run whose worker dies is failed by its code server at once. The daemon fails runs that never start, or
 # that outlive max_runtime_seconds (a backstop for a worker lost together with its code server; a run may
 # set its own with the dagster/max_runtime tag), frees the pool slots a dead run still holds (else its
@@ -114,10 +106,24 @@ def compute_logs_yaml(logs: ComputeLogSettings, s3: S3Settings) -> str:
     return yaml.safe_dump({"compute_logs": block}, sort_keys=False)
 
 
+CONCURRENCY = """\
+# Every run goes through the run queue, however it was launched (automation, the UI, `mesh backfill`, a
+# schedule): the queue starts at most engine.max_runs of them at once, and a run whose table's pool is held
+# by another run's write stays queued until that run ends (one slot per table: Delta never sees two writers
+# of a table commit at once). A run waits; none fails for it.
+concurrency:
+  pools:
+    default_limit: 1
+  runs:
+    max_concurrent_runs: {max_runs}
+"""
+
+
 def instance_yaml(kind: str, settings: MeshSettings | None = None) -> str:
     settings = settings or get_settings()
     logs = compute_logs_yaml(settings.compute_logs, settings.s3)
-    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{logs}{INSTANCE_COMMON}"
+    concurrency = CONCURRENCY.format(max_runs=settings.engine.max_runs)
+    return f"{WRITTEN_BY_MESH}\n{INSTANCE_STORAGE[kind]}{logs}{concurrency}{INSTANCE_COMMON}"
 
 
 def persistent_instance(kind: str | None = None) -> dg.DagsterInstance:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from deployment import Deployment, deployment
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -88,3 +89,11 @@ def world(spark, tmp_path_factory, request: pytest.FixtureRequest) -> Iterator[W
     base = tmp_path_factory.mktemp("world")
     module = request.module
     yield new_world(spark, base, getattr(module, "WORLD_DAYS", 14), getattr(module, "WORLD_ON_DISK", False))
+
+
+@pytest.fixture(scope="session")
+def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """The session's one webserver, daemon and code servers (``tests/deployment.py``), started by the first test
+    file that asks for them."""
+    with deployment(tmp_path_factory.mktemp("deployment")) as running:
+        yield running

@@ -1,22 +1,19 @@
 """`mesh backfill --wait` as under ``make dev``: launched through a real webserver, executed by a real daemon,
-followed by the CLI."""
+followed by the CLI (the session's deployment, ``tests/deployment.py``)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from delta.tables import DeltaTable
+from deployment import Deployment
 from pyspark.sql import functions as F
-from quick_daemon import COMMAND as DAEMON
 from rich.console import Console
-from services import processes
-from webserver import BIN, code_server, dagster_webserver, grpc_workspace
+from webserver import BIN
 
 from mesh_assets import MeshResource, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -30,37 +27,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = [date(2021, 6, 1), date(2021, 6, 2), date(2021, 6, 3)]
 BAD_DAY = date(2021, 6, 4)
+ORDERS = dg.AssetKey(["food_delivery", "orders"])
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A throwaway Mesh home and Dagster instance."""
-    base = tmp_path_factory.mktemp("deployment")
-    (base / "dagster").mkdir()
-    return {
-        **os.environ,
-        "MESH_HOME": str(base),
-        "DAGSTER_HOME": str(base / "dagster"),
-        "MESH_PROJECT_ROOT": str(ROOT),
-        "MESH_AUTOMATION__ENABLED": "false",  # only the backfill runs: no sensor competes for the machine
-    }
-
-
-@pytest.fixture(scope="module")
-def services(deployment: dict[str, str]) -> Iterator[dict[str, str]]:
-    """``make dev`` for the module: the instance set up, one code location (food_delivery) served to a daemon
-    and a webserver by one code server; the CLI's environment."""
-    base = Path(deployment["MESH_HOME"])
-    subprocess.run([BIN / "mesh", "setup"], env=deployment, check=True, capture_output=True, cwd=ROOT)
-    definitions = ROOT / "domains" / "food_delivery" / "definitions.py"
-    with code_server("food_delivery", definitions, ROOT, deployment, base / "code-server.log") as sock:
-        workspace_yaml = grpc_workspace(base / "workspace.yaml", {"food_delivery": sock})
-        daemon = processes.start([*DAEMON, "run", "-w", workspace_yaml], base / "daemon.log", deployment)
-        try:
-            with dagster_webserver(workspace_yaml, deployment, base / "webserver.log") as url:
-                yield {**deployment, "MESH_DAGSTER__URL": url}
-        finally:
-            processes.stop(daemon)
+def services(shared_deployment: Deployment) -> dict[str, str]:
+    """``make dev`` for the module: the session's deployment (``tests/deployment.py``), whose ``food_delivery``
+    location this module's backfills run in; the CLI's environment."""
+    return shared_deployment.env
 
 
 def backfill(deployment: dict[str, str], start: str, end: str, option: str = "--wait") -> subprocess.CompletedProcess:
@@ -91,7 +65,7 @@ def test_backfill_wait_follows_the_daemon_to_completion(spark, services) -> None
     assert "COMPLETED" in done.stdout
 
     with dg.DagsterInstance.from_config(services["DAGSTER_HOME"]) as instance:
-        [first] = instance.get_backfills()
+        [first] = [b for b in instance.get_backfills() if ORDERS in (b.asset_selection or ())]
         assert first.status.value in ("COMPLETED", "COMPLETED_SUCCESS")
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": first.backfill_id}))
         assert len(runs) == 1  # a single-run backfill: the range is one run

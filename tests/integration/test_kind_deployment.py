@@ -1,5 +1,6 @@
 """Keyed kinds in a deployment as under ``make dev``: a webserver and a daemon over the kinds' fixture domains
-(``km``: tests/fixtures/kinds_merge, ``hist``: tests/fixtures/history), one code server each.
+(``km``: tests/fixtures/kinds_merge, ``hist``: tests/fixtures/history), one code server each (the session's
+deployment, ``tests/deployment.py``).
 
 ``mesh stale`` asks the webserver's GraphQL API what the UI shows; a backfill launched as the UI's
 *Materialize* dialog launches one (``launchPartitionBackfill`` with the range as picked) is executed by the
@@ -8,22 +9,16 @@ daemon, as is one planned by ``mesh backfill``.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from deployment import Deployment
 from order_status import DOMAINS as KM
 from order_status import Orders
-from quick_daemon import COMMAND as DAEMON
-from services import processes
-from test_kind_history import DOMAINS as HIST
 from test_kind_history import HISTORY, Couriers
-from webserver import BIN, code_server, dagster_webserver, grpc_workspace
 
 from mesh_assets.backfill import Webserver, launch_backfill, plan_backfill
 from mesh_assets.backfill.launch import LAUNCH, backfill_progress
@@ -40,33 +35,10 @@ STATUS_CURRENT = dg.AssetKey(["km", "status_current"])
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A throwaway Mesh home and instance; ``km`` and ``hist`` served by one code server each to a daemon and
-    a webserver. The environment of the CLI, with ``MESH_DAGSTER__URL``."""
-    base = tmp_path_factory.mktemp("keyed")
-    (base / "dagster").mkdir()
-    env = {
-        **os.environ,
-        "MESH_HOME": str(base),
-        "DAGSTER_HOME": str(base / "dagster"),
-        "MESH_PROJECT_ROOT": str(ROOT),
-        "MESH_AUTOMATION__ENABLED": "false",  # only what the tests launch runs
-    }
-    subprocess.run([BIN / "mesh", "setup"], env=env, check=True, capture_output=True, cwd=ROOT)
-    with ExitStack() as stack:
-        sockets = {
-            name: stack.enter_context(
-                code_server(name, domains / name / "definitions.py", ROOT, env, base / f"{name}-code-server.log")
-            )
-            for name, domains in (("km", KM), ("hist", HIST))
-        }
-        workspace_yaml = grpc_workspace(base / "workspace.yaml", sockets)
-        daemon = processes.start([*DAEMON, "run", "-w", workspace_yaml], base / "daemon.log", env)
-        try:
-            url = stack.enter_context(dagster_webserver(workspace_yaml, env, base / "webserver.log"))
-            yield {**env, "MESH_DAGSTER__URL": url}
-        finally:
-            processes.stop(daemon)
+def deployment(shared_deployment: Deployment) -> dict[str, str]:
+    """The session's deployment (``tests/deployment.py``), whose ``km`` and ``hist`` locations serve the kinds'
+    fixture domains. The environment of the CLI, with ``MESH_DAGSTER__URL``."""
+    return shared_deployment.env
 
 
 @pytest.fixture

@@ -211,3 +211,36 @@ def test_a_tick_asks_the_instance_only_for_the_partitions_it_needs(tmp_path):
 
     assert asked and all(partitions for partitions in asked)
     assert max(len(partitions) for partitions in asked) <= 2 * (7 + 2)  # 7 days and a 3-day window, 2 regions
+
+
+DAEMON = Path(__file__).resolve().parents[1] / "fixtures" / "daemon" / "domains"
+
+
+def test_a_stale_dimension_flags_the_waiting_partitions_and_alerts_both_owners_once_per_publication(webhook):
+    receiver, point = webhook
+    point("sales")
+    point("feeds")
+    instance = dg.DagsterInstance.ephemeral()
+    menu = dg.AssetKey(["feeds", "menu"])
+    instance.report_runless_asset_event(dg.AssetMaterialization(menu))
+    nodes = MeshGraph(load_all(DAEMON), []).nodes_of("sales")
+    later = datetime.now(UTC) + timedelta(hours=1)  # strict_totals allows the menu 0.0005 h, totals 24 h
+
+    tick = evaluate_deadlines(instance, nodes, None, later)
+
+    flagged = {(e.asset_key.path[-1], e.metadata["input_deadline"].value) for e in tick.asset_events}
+    assert flagged == {("strict_totals", "stale")}
+    days = sorted(e.partition for e in tick.asset_events)
+    assert days == [(later - timedelta(days=back)).date().isoformat() for back in range(7, 0, -1)]
+    consumer, producer = (r["mesh"] for r in receiver)
+    assert (consumer["domain"], consumer["table"], consumer["partitions"]) == ("sales", "strict_totals", days)
+    assert "input feeds.menu stale for sales.strict_totals: feeds.menu (stale: last updated" in consumer["message"]
+    assert "freshness_hours is 0.0005 h)" in consumer["message"]
+    assert (producer["domain"], producer["table"]) == ("feeds", "menu")
+
+    again = evaluate_deadlines(instance, nodes, tick.cursor, later + timedelta(hours=1))
+    assert again.asset_events == [] and len(receiver) == 2  # the same breach is told once
+
+    instance.report_runless_asset_event(dg.AssetMaterialization(menu))  # published again, then stale again
+    anew = evaluate_deadlines(instance, nodes, again.cursor, later + timedelta(hours=2))
+    assert len(anew.asset_events) == 7 and len(receiver) == 4
