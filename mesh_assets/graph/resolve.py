@@ -74,6 +74,8 @@ class DeclaredInput:
     """The window's size (``last``, ``previous``): with ``window``, the partition mapping, known without code."""
     watermark: str | None = None
     """The column whose maximum must reach the output partition's end (a whole read), if any."""
+    region: str | None = None
+    """The one region it reads of a table partitioned by date and region, if it names one."""
 
     @property
     def ref(self) -> str:
@@ -102,6 +104,9 @@ class Table:
     source_file: Path | None
     line: int | None
     regions: tuple[str, ...] = ()
+    """The names of its regions (partitioned by date and region), in declared order."""
+    zones: tuple[str, ...] = ()
+    """Each region's time zone, in the order of ``regions``: where its days start."""
     region_column: str = "region"
     end_date: date | None = None
     """The first day with no partitions (excluded); None: they go on to the present."""
@@ -176,6 +181,10 @@ class Table:
     def external(self) -> bool:
         return self.kind is TableKind.EXTERNAL
 
+    def zone(self, region: str) -> str:
+        """The time zone of one of its regions."""
+        return dict(zip(self.regions, self.zones, strict=True))[region]
+
     def complete(self, published: set[str]) -> set[str]:
         """The published partition keys as consumers count them: a regional day only with every region."""
         if not self.regions:
@@ -244,8 +253,9 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         blocking_checks=blocking_checks(spec),
         source_file=owner.source_file,
         line=line,
-        regions=(spec.regions or ()) if external else (),
-        region_column=spec.region_column if external else "region",
+        regions=tuple(r.name for r in spec.regions or ()),
+        zones=tuple(r.zone for r in spec.regions or ()),
+        region_column=spec.region_column,
         checks=tuple(checks_of(spec)),
         contacts=owner.contacts,
         contract=spec.contract,
@@ -338,6 +348,7 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     inp.version,
                     inp.window.n,
                     inp.watermark,
+                    inp.region,
                 )
                 for name, inp in t.inputs.items()
             ),
