@@ -4,17 +4,24 @@ the partitions of one region's run and the input partitions it reads; how specs 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
+import dagster as dg
 import pytest
+from planning import planning_instance
 from pydantic import ValidationError
 from zones import local_time_zone
 
+from mesh_assets import mesh_definitions
+from mesh_assets.backfill import plan_backfill
+from mesh_assets.cli import main
 from mesh_assets.model.grain import Grain, PartitionKeyError
 from mesh_assets.model.partitions import PartitionRange, ranges_of_regions, read_region, window_range
 from mesh_assets.model.product import ExternalTable, Output
 from mesh_assets.model.regions import Region, local_date, local_day
 from mesh_assets.model.windows import last, same
 
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "regions" / "domains"
 REGIONS = {"eu": "Europe/Madrid", "latam": "America/Sao_Paulo", "apac": "Asia/Singapore"}
 
 
@@ -102,3 +109,45 @@ def test_a_regional_input_is_read_by_one_region_or_every_region():
     assert read_region(None, (), eu) is None
     same_region = window_range(last(2), Grain.DAILY, eu, "eu")
     assert same_region.dagster_keys() == ["2024-03-30|eu", "2024-03-31|eu"]
+
+
+@pytest.fixture(scope="module")
+def regional_mesh() -> dg.Definitions:
+    return mesh_definitions(FIXTURE)
+
+
+def test_mesh_backfill_plans_one_region_s_dates_and_what_reads_them(regional_mesh, monkeypatch, tmp_path, capsys):
+    instance = planning_instance(monkeypatch, tmp_path, regional_mesh)
+    for hour in range(4 * 24):  # the hourly input of 2024-03-29..04-01 UTC landed
+        key = f"{datetime(2024, 3, 29, tzinfo=UTC) + timedelta(hours=hour):%Y-%m-%d-%H:%M}"
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(dg.AssetKey(["central", "raw_events"]), partition=key)
+        )
+    args = ["backfill", "central.region_hours", "--start", "2024-03-30", "--end", "2024-03-31", "--downstream"]
+
+    assert main.main([*args, "--region", "eu", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Backfill plan: 2 partition(s) of 1 asset(s)" in out  # eu's two dates; latam's and apac's untouched
+    graph = regional_mesh.resolve_asset_graph()
+    plan = plan_backfill(graph, "central.region_hours", "2024-03-30", "2024-03-31", region="eu", instance=instance)
+    assert plan.as_dict() == {"central/region_hours": ["2024-03-30|eu..2024-03-31|eu"]}
+    waiting = {left.key.to_user_string(): left.reason for left in plan.left_out}
+    assert (
+        waiting["central/hours_per_date"]
+        == "central/region_hours 2024-03-30|apac..2024-03-31|latam (4) never materialized"
+    )
+
+    plan = plan_backfill(graph, "central.region_hours", "2024-03-30", "2024-03-31", downstream=True)
+    assert plan.as_dict() == {
+        "central/region_hours": [f"2024-03-30|{region}..2024-03-31|{region}" for region in ("eu", "latam", "apac")],
+        "central/eu_hours": ["2024-03-30..2024-03-31"],
+        "central/hours_per_date": ["2024-03-30..2024-03-31"],
+    }
+
+    assert main.main([*args, "--region", "us", "--dry-run"]) == 2
+    assert "--region us: not a region of the table (eu, latam, apac)" in capsys.readouterr().out
+    assert (
+        main.main(["backfill", "central.eu_hours", "--start", "2024-03-30", "--end", "2024-03-30", "--region", "eu"])
+        == 2
+    )
+    assert "--region eu: the table is not partitioned by region" in capsys.readouterr().out
