@@ -19,8 +19,9 @@ import dagster as dg
 from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
 from mesh_assets.graph.resolve import Node
 from mesh_assets.model.grain import midnight, utc
-from mesh_assets.model.partitions import PartitionRange, window_range
+from mesh_assets.model.partitions import PartitionRange, read_region, window_range
 from mesh_assets.model.product import DataProduct
+from mesh_assets.model.regions import local_date
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
@@ -30,38 +31,33 @@ log = logging.getLogger(__name__)
 def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) -> list[dict]:
     """Every (consumer partition, input, deadline kind) whose deadline has passed without the input.
 
-    ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours.
+    ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours, and a
+    region's dates its local days, each due when its local day ends (:func:`recent_partitions`).
     """
     now = utc(now)
     flags = []
     for node in nodes:
-        grain = node.table.grain
-        if not grain.partitioned:
+        if not node.table.grain.partitioned:
             continue
-        first = midnight(node.product.start_date)
-        end = midnight(node.product.end_date) if node.product.end_date else None
         for read in node.reads:
             inp, upstream = read.input, read.table
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
             if not limits:
                 continue
-            done = upstream.complete(instance.get_materialized_partitions(upstream.key))
-            closed = grain.floor(now)
-            for back in range(1, LOOKBACK_PARTITIONS + 1):
-                start = closed - back * grain.step
-                if start < first:
-                    break
-                if end is not None and start >= end:
-                    continue  # the consumer's partitions stopped: nothing after its end is late
-                needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
-                missing = [k for k in (needed.keys() if needed else []) if k not in done]
-                window_end = start + grain.step
+            published = instance.get_materialized_partitions(upstream.key)
+            complete = upstream.complete(published)
+            for part in recent_partitions(node, now):
+                region = read_region(inp.region, upstream.regions, part)
+                needed = window_range(inp.window, upstream.grain, part, region)
+                keys = [] if needed is None else needed.dagster_keys() if region else needed.keys()
+                missing = [k for k in keys if k not in (published if region else complete)]
+                window_end = part.bounds(part.start)[1]
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
                         flags.append(
                             {
                                 "asset": list(node.table.key.path),
-                                "partition": grain.key(start),
+                                "partition": part.dagster_keys()[0],
                                 "input": upstream.ref,
                                 "kind": label,
                                 "hours": hours,
@@ -73,6 +69,32 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                             }
                         )
     return flags
+
+
+def recent_partitions(node: Node, now: datetime) -> list[PartitionRange]:
+    """The consumer's last ``LOOKBACK_PARTITIONS`` partitions whose window closed before ``now``, from its first
+    and before its end: of a table partitioned by date and region, each region's last local dates (eu's
+    2024-03-31 closes at Madrid's next midnight, 2024-03-31 22:00 UTC)."""
+    grain, table = node.table.grain, node.table
+    assert grain.step is not None
+    first = midnight(node.product.start_date)
+    end = midnight(node.product.end_date) if node.product.end_date else None
+    if table.regions:
+        parts = []
+        for region, zone in zip(table.regions, table.zones, strict=True):
+            today = midnight(local_date(now, zone))
+            parts += [
+                PartitionRange(grain, today - back * grain.step, today - back * grain.step, region, zone)
+                for back in range(1, LOOKBACK_PARTITIONS + 1)
+            ]
+    else:
+        closed = grain.floor(now)
+        parts = [
+            PartitionRange(grain, closed - back * grain.step, closed - back * grain.step)
+            for back in range(1, LOOKBACK_PARTITIONS + 1)
+        ]
+    # the consumer's partitions stopped at its end: nothing after it is late
+    return [p for p in parts if p.start >= first and (end is None or p.start < end)]
 
 
 def build_deadline_sensor(

@@ -13,8 +13,11 @@ from pydantic import ValidationError
 from zones import local_time_zone
 
 from mesh_assets import mesh_definitions
+from mesh_assets.automation.deadlines import late_inputs
 from mesh_assets.backfill import plan_backfill
 from mesh_assets.cli import main
+from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain, PartitionKeyError
 from mesh_assets.model.partitions import PartitionRange, ranges_of_regions, read_region, window_range
 from mesh_assets.model.product import ExternalTable, Output
@@ -151,3 +154,19 @@ def test_mesh_backfill_plans_one_region_s_dates_and_what_reads_them(regional_mes
         == 2
     )
     assert "--region eu: the table is not partitioned by region" in capsys.readouterr().out
+
+
+def test_a_regions_input_is_late_an_hour_after_its_local_day_ends():
+    nodes = MeshGraph(load_all(FIXTURE), []).nodes_of("central")
+    instance = dg.DagsterInstance.ephemeral()  # nothing of raw_events published
+    with local_time_zone("Asia/Tokyo"):
+        flags = late_inputs(instance, nodes, datetime(2024, 3, 31, 23, 30, tzinfo=UTC))
+    late = {f["partition"]: f["missing"] for f in flags if f["table"] == "region_hours"}
+    # eu's 2024-03-31 ended at 22:00 UTC and apac's at 16:00 UTC; latam's ends at 03:00 UTC on 04-01
+    assert {p for p in late if p.startswith("2024-03-31")} == {"2024-03-31|eu", "2024-03-31|apac"}
+    assert (late["2024-03-31|eu"][0], late["2024-03-31|eu"][-1], len(late["2024-03-31|eu"])) == (
+        "2024-03-30-23:00",
+        "2024-03-31-21:00",
+        23,
+    )
+    assert "2024-03-30|latam" in late
