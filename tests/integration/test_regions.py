@@ -135,3 +135,29 @@ def test_a_reader_of_one_region_waits_for_that_region_alone(world: World) -> Non
 
     rows = world.table(["central", "eu_hours"]).collect()
     assert [(str(r["p_date"]), r["hours"]) for r in rows] == [("2024-03-30", 24)]
+
+
+def test_one_run_over_several_regions_commits_each_region_s_dates_alone(world: World) -> None:
+    """A range of (date, region) keys in one run, as a single-run backfill from the UI's partition dialog
+    launches it: each region's dates are replaced by a commit of their own."""
+    version, _ = snapshot(world)
+    before = world.rows(REGION_HOURS)
+    tags = {
+        "dagster/asset_partition_range_start": "2024-03-30|latam",
+        "dagster/asset_partition_range_end": "2024-03-30|apac",
+    }
+
+    result = dg.materialize(
+        executable_assets(mesh_definitions(FIXTURE)),
+        instance=world.instance,
+        resources={"mesh": world.mesh},
+        selection=[dg.AssetKey(REGION_HOURS)],
+        tags=tags,
+    )
+
+    recorded = {e.materialization.partition for e in result.get_asset_materialization_events()}
+    assert recorded == {"2024-03-30|latam", "2024-03-30|apac"}
+    assert snapshot(world)[0] == version + 2
+    added = world.rows(REGION_HOURS) - before
+    assert {(d, r) for d, r, _ in added} == {("2024-03-30", "latam"), ("2024-03-30", "apac")}
+    assert len(added) == 48
