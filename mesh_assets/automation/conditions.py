@@ -32,7 +32,7 @@ from functools import cache, reduce
 import dagster as dg
 
 from mesh_assets.automation.pause import NotPaused
-from mesh_assets.automation.ready import inputs_ready_elsewhere
+from mesh_assets.automation.ready import beyond_dagster, inputs_ready_elsewhere
 from mesh_assets.graph.resolve import Node
 from mesh_assets.run.readiness import Watermark
 
@@ -98,16 +98,20 @@ def _trigger(by_partition: Keys, whole: Keys) -> dg.AutomationCondition:
     return trigger.since_last_handled().with_label("input_published_since_last_handled")
 
 
-def _held_back(quality: Keys) -> dg.AutomationCondition:
+def _held_back(quality: Keys, judged: Keys = None) -> dg.AutomationCondition:
     """It or an input is being written, an input partition is not published, or an input's check has not passed.
 
     One ``any_deps_match`` over the OR of the input tests is the same as one per test (any input matching
-    any test), with fewer nodes to evaluate and to keep in the cursor."""
+    any test), with fewer nodes to evaluate and to keep in the cursor. ``judged``: the inputs Dagster's mappings
+    map exactly (None: all); the others are judged by the run's readiness rule (:mod:`mesh_assets.automation.ready`)."""
     unpublished = (AC.missing() & ~AC.will_be_requested()).with_label("unpublished")
     per_input = [AC.in_progress(), unpublished]
     if quality is None:
         per_input.append(_unpassed_blocking_checks().with_label("blocking_checks_not_passed"))
-    tests = [AC.in_progress(), AC.any_deps_match(reduce(operator.or_, per_input)).with_label("an_input_not_ready")]
+    tests = [AC.in_progress()]
+    if judged != ():
+        any_input = _only(AC.any_deps_match(reduce(operator.or_, per_input)), judged)
+        tests.append(any_input.with_label("an_input_not_ready"))
     if quality:
         checks = _only(AC.any_deps_match(_unpassed_blocking_checks()), quality)
         tests.append(checks.with_label("an_input_blocking_check_not_passed"))
@@ -116,7 +120,7 @@ def _held_back(quality: Keys) -> dg.AutomationCondition:
 
 @cache
 def _parts(
-    rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys
+    rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys, judged: Keys = None
 ) -> tuple[tuple[dg.AutomationCondition, ...], str]:
     """The conditions one shape of output ANDs, and its label; cached, so outputs of one shape share them."""
     parts = []
@@ -125,7 +129,7 @@ def _parts(
     parts.append(_trigger(by_partition, whole))
     if cron:
         parts.append(AC.cron_tick_passed(cron).since_last_handled().with_label(f"cron_passed({cron})"))
-    parts.append((~_held_back(quality)).with_label("inputs_ready"))
+    parts.append((~_held_back(quality, judged)).with_label("inputs_ready"))
     label = "mesh_dependencies" + ("" if rerun_history else "(latest_window)")
     if cron:
         label += f"(cron={cron})"
@@ -144,12 +148,14 @@ def output_condition(node: Node, watermark: Watermark | None = None) -> dg.Autom
         return None
     by_partition, whole, quality = input_keys(node)
     inputs = {*by_partition, *whole}
+    beyond = {read.table.key for read in node.reads if beyond_dagster(node, read)}
     shape = (
         node.product.rerun_history,
         node.product.cron,
         _subset(by_partition, inputs),
         _subset(whole, inputs),
-        _subset(quality, inputs),
+        _subset([k for k in quality if k not in beyond], inputs),
+        _subset([k for k in inputs if k not in beyond], inputs),
     )
     elsewhere = inputs_ready_elsewhere(node, watermark)
     parts, label = _parts(*shape)

@@ -87,10 +87,16 @@ def limits_age(node: Node, read: Read) -> bool:
     return whole and bool(read.input.watermark or read.input.freshness_hours or node.product.input_freshness_hours)
 
 
-def by_region(node: Node, read: Read) -> bool:
-    """Whether ``read`` involves regions (a regional output, or one region of its input), where Dagster's
-    mapping is a superset of what the run reads (:mod:`mesh_assets.assets.mappings`)."""
-    return bool(node.table.regions or read.input.region)
+def beyond_dagster(node: Node, read: Read) -> bool:
+    """Whether Dagster's mapping of ``read`` is a superset of what the run reads (:mod:`mesh_assets.assets.mappings`):
+    one region of a regional input, or a regional output's local days over a table partitioned in UTC. Such an
+    input is judged by the run's readiness rule alone, not by Dagster's conditions, which would wait for every
+    region of a date, or for the UTC day."""
+    if read.input.window.whole or not read.table.grain.partitioned or not node.table.grain.partitioned:
+        return False
+    if read.input.region is not None:
+        return True
+    return bool(node.table.regions) and not set(node.table.regions) <= set(read.table.regions)
 
 
 def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
@@ -99,6 +105,6 @@ def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> In
     reads = tuple(
         read
         for read in node.reads
-        if in_other_location(node, read.table) or limits_age(node, read) or by_region(node, read)
+        if in_other_location(node, read.table) or limits_age(node, read) or beyond_dagster(node, read)
     )
     return InputsReadyElsewhere(node, reads, watermark) if reads else None

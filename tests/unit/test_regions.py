@@ -3,6 +3,7 @@ the partitions of one region's run and the input partitions it reads; how specs 
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -13,14 +14,17 @@ from pydantic import ValidationError
 from zones import local_time_zone
 
 from mesh_assets import mesh_definitions
+from mesh_assets.assets.outputs import build_output_asset
+from mesh_assets.assets.specs import external_spec
+from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.deadlines import late_inputs
 from mesh_assets.backfill import plan_backfill
 from mesh_assets.cli import main
-from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.discovery import DomainSpecs, load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain, PartitionKeyError
 from mesh_assets.model.partitions import PartitionRange, ranges_of_regions, read_region, window_range
-from mesh_assets.model.product import ExternalTable, Output
+from mesh_assets.model.product import DataProduct, ExternalTable, Input, Output, PySparkTransformation
 from mesh_assets.model.regions import Region, local_date, local_day
 from mesh_assets.model.windows import last, same
 
@@ -170,3 +174,75 @@ def test_a_regions_input_is_late_an_hour_after_its_local_day_ends():
         23,
     )
     assert "2024-03-30|latam" in late
+
+
+def _automated_mesh() -> dg.Definitions:
+    """``up``'s hourly UTC events and daily regional feed; ``down``'s regional day over the hours and its reader of
+    one region of the feed, with their automation conditions."""
+
+    def product(domain: str, outputs: list[tuple[Output, dict[str, Input]]], **kw: object) -> DataProduct:
+        transformations = []
+        for output, inputs in outputs:
+            build = lambda **_: None  # noqa: E731
+            build.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+                [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in inputs]
+            )
+            transformations.append(PySparkTransformation(output=output, inputs=inputs, fn=build))
+        return DataProduct(
+            domain=domain,
+            name=domain,
+            owner="team:data",
+            contacts=[{"kind": "chat", "value": "#data"}],
+            start_date=date(2024, 1, 1),
+            transformations=transformations,
+            **kw,
+        )
+
+    up = product(
+        "up",
+        [],
+        external=(
+            ExternalTable(table="raw_hourly", partitioning="hourly", partition_column="p_hour", published=True),
+            ExternalTable(table="raw_regional", regions=["apac", "eu", "latam"], published=True),
+        ),
+    )
+    down = product(
+        "down",
+        [
+            (Output(table="by_region", regions=REGIONS), {"raw_hourly": Input(table="up.raw_hourly")}),
+            (Output(table="eu_only"), {"raw_regional": Input(table="up.raw_regional", region="eu")}),
+        ],
+    )
+    graph = MeshGraph({"up": DomainSpecs("up", Path("."), [up]), "down": DomainSpecs("down", Path("."), [down])})
+    assets: list = [external_spec(graph.products_of("up")[0], t) for t in graph.tables.values() if t.external]
+    assets += [build_output_asset(node, output_condition(node)) for node in graph.nodes.values()]
+    return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
+
+
+def test_automation_requests_a_regions_day_once_its_local_hours_and_one_regions_reader_once_its_region():
+    defs, instance = _automated_mesh(), dg.DagsterInstance.ephemeral()
+    cursor, requested = None, {}
+
+    def tick(at: datetime) -> dict[str, set[str]]:
+        nonlocal cursor
+        result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor, evaluation_time=at)
+        cursor = result.cursor
+        return {
+            r.key.to_user_string(): set(result.get_requested_partitions(r.key))
+            for r in result.results
+            if result.get_num_requested(r.key)
+        }
+
+    tick(datetime(2024, 1, 9))
+    for hour in range(24):  # apac's 2024-01-08: 2024-01-07 16:00 to 2024-01-08 16:00 UTC
+        at = datetime(2024, 1, 7, 16, tzinfo=UTC) + timedelta(hours=hour)
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(dg.AssetKey(["up", "raw_hourly"]), partition=f"{at:%Y-%m-%d-%H:%M}")
+        )
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(dg.AssetKey(["up", "raw_regional"]), partition="2024-01-08|eu")
+    )
+
+    requested = tick(datetime(2024, 1, 9, 0, 1))
+
+    assert requested == {"down/by_region": {"2024-01-08|apac"}, "down/eu_only": {"2024-01-08"}}
