@@ -181,10 +181,6 @@ class Table:
     def external(self) -> bool:
         return self.kind is TableKind.EXTERNAL
 
-    def zone(self, region: str) -> str:
-        """The time zone of one of its regions."""
-        return dict(zip(self.regions, self.zones, strict=True))[region]
-
     def complete(self, published: set[str]) -> set[str]:
         """The published partition keys as consumers count them: a regional day only with every region."""
         if not self.regions:

@@ -161,3 +161,16 @@ def test_one_run_over_several_regions_commits_each_region_s_dates_alone(world: W
     added = world.rows(REGION_HOURS) - before
     assert {(d, r) for d, r, _ in added} == {("2024-03-30", "latam"), ("2024-03-30", "apac")}
     assert len(added) == 48
+
+
+def test_checks_on_their_own_judge_one_region_s_published_dates(world: World) -> None:
+    world.materialize(REGION_HOURS, "2024-03-31|eu")
+    checks = mesh_definitions(FIXTURE).resolve_job_def("central__checks")
+    config = {"table": "region_hours", "start": "2024-03-30|eu", "end": "2024-03-31|eu"}
+
+    run = checks.execute_in_process(
+        {"ops": {"central__run_checks": {"config": config}}}, instance=world.instance, resources={"mesh": world.mesh}
+    )
+
+    judged = {(r.check_name, r.partition, r.passed) for r in run.get_asset_check_evaluations()}
+    assert judged == {("not_null_event_id", "2024-03-30|eu", True), ("not_null_event_id", "2024-03-31|eu", True)}
