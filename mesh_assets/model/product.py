@@ -220,7 +220,8 @@ def _input_key(item: Any) -> str:
 
 
 class SqlTransformation(Strict):
-    """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` are bound."""
+    """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` (the partition values) and
+    ``:starts_at`` / ``:ends_at`` (the UTC instants the partitions start and end at) are bound."""
 
     kind: Literal["sql"] = "sql"
     output: Output

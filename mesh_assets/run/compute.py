@@ -206,6 +206,7 @@ def apply_transformation(
         args = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
+            args |= {"starts_at": part.bounds(part.start)[0], "ends_at": part.bounds(part.end)[1]}
         query = rewrite_tables(sql, views)
         df = spark.sql(bind_parameters(query, args)) if is_connect(spark) else spark.sql(query, args=args)
     if part is not None:

@@ -117,6 +117,14 @@ def test_a_region_s_run_writes_its_local_day_alone_and_readers_of_every_region_w
     eu = sorted(h for d, r, h in rows if (d, r) == ("2024-03-31", "eu"))
     assert len(eu) == 23  # Madrid's clocks went forward: 2024-03-30 23:00 UTC to 2024-03-31 22:00 UTC
     assert (eu[0], eu[-1]) == ("2024-03-30 23:00", "2024-03-31 21:00")
+    bounds = (
+        world.table(REGION_HOURS)
+        .where((F.col("region") == "eu") & (F.col("p_date") == F.lit("2024-03-31").cast("date")))
+        .select(*(F.date_format(c, "yyyy-MM-dd HH:mm").alias(c) for c in ("starts_at", "ends_at")))
+        .distinct()
+        .collect()
+    )
+    assert [tuple(r) for r in bounds] == [("2024-03-30 23:00", "2024-03-31 22:00")]  # bound :starts_at, :ends_at
     assert rows - {(d, r, h) for d, r, h in rows if (d, r) == ("2024-03-31", "eu")} == before
     latam = sorted(h for d, r, h in rows if (d, r) == ("2024-03-31", "latam"))
     apac = sorted(h for d, r, h in rows if (d, r) == ("2024-03-31", "apac"))
