@@ -20,6 +20,11 @@ from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 from mesh_assets.model.names import IDENTIFIER
 
 UTC_ZONE = "UTC"
+NO_REGIONAL_REBUILD = (
+    "{ref} is partitioned by date and region: a rebuild would rewrite the whole table one region at a time, "
+    "dropping the others; publish the schema change as a new version of the table (version: 2) instead"
+)
+"""Why a table partitioned by region is not rebuilt (``mesh rebuild``, a run tagged ``mesh/rebuild``)."""
 
 
 @dataclass(frozen=True)

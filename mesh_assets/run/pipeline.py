@@ -17,8 +17,10 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.errors import Refused
 from mesh_assets.model.kinds import Replay
 from mesh_assets.model.partitions import PartitionRange, ranges_of_regions
+from mesh_assets.model.regions import NO_REGIONAL_REBUILD
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
@@ -69,6 +71,8 @@ def run_output(
     recompute alone is refused first (:mod:`mesh_assets.run.replay`). A table partitioned by date and region
     runs each region's dates as such a range, its own commit replacing that region's dates alone."""
     if node.table.regions:
+        if rebuild_requested(context.run.tags):
+            raise Refused(NO_REGIONAL_REBUILD.format(ref=node.table.ref))
         parts = region_ranges(context, node.table)
         outcomes = [in_dagster_keys(_run_range(context, mesh, node, consumers, part)) for part in parts]
         return outcomes[0] if len(outcomes) == 1 else merged(parts[0], outcomes)

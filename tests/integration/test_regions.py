@@ -182,3 +182,22 @@ def test_checks_on_their_own_judge_one_region_s_published_dates(world: World) ->
 
     judged = {(r.check_name, r.partition, r.passed) for r in run.get_asset_check_evaluations()}
     assert judged == {("not_null_event_id", "2024-03-30|eu", True), ("not_null_event_id", "2024-03-31|eu", True)}
+
+
+def test_a_rebuild_of_a_regional_table_is_refused_and_writes_nothing(world: World) -> None:
+    world.materialize(REGION_HOURS, "2024-03-30|eu")
+    version, files = snapshot(world)
+
+    refused = dg.materialize(
+        executable_assets(mesh_definitions(FIXTURE)),
+        instance=world.instance,
+        resources={"mesh": world.mesh},
+        selection=[dg.AssetKey(REGION_HOURS)],
+        partition_key="2024-03-30|eu",
+        tags={"mesh/rebuild": "true"},
+        raise_on_error=False,
+    )
+
+    assert not refused.success
+    assert "a rebuild would rewrite the whole table one region at a time" in failure(refused)
+    assert snapshot(world) == (version, files)

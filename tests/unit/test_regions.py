@@ -18,7 +18,7 @@ from mesh_assets.assets.outputs import build_output_asset
 from mesh_assets.assets.specs import external_spec
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.automation.deadlines import late_inputs
-from mesh_assets.backfill import plan_backfill
+from mesh_assets.backfill import BackfillError, plan_backfill, plan_rebuild
 from mesh_assets.cli import main
 from mesh_assets.graph.discovery import DomainSpecs, load_all
 from mesh_assets.graph.resolve import MeshGraph
@@ -246,3 +246,8 @@ def test_automation_requests_a_regions_day_once_its_local_hours_and_one_regions_
     requested = tick(datetime(2024, 1, 9, 0, 1))
 
     assert requested == {"down/by_region": {"2024-01-08|apac"}, "down/eu_only": {"2024-01-08"}}
+
+
+def test_a_regional_table_is_not_rebuilt_one_region_at_a_time(regional_mesh):
+    with pytest.raises(BackfillError, match="central/region_hours is partitioned by date and region: a rebuild"):
+        plan_rebuild(regional_mesh.resolve_asset_graph(), "central.region_hours")
