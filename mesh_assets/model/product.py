@@ -221,7 +221,8 @@ def _input_key(item: Any) -> str:
 
 class SqlTransformation(Strict):
     """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` (the partition values) and
-    ``:starts_at`` / ``:ends_at`` (the UTC instants the partitions start and end at) are bound."""
+    ``:starts_at`` / ``:ends_at`` (the UTC instants the partitions start and end at) are bound, and ``:region``
+    for a table partitioned by date and region."""
 
     kind: Literal["sql"] = "sql"
     output: Output

@@ -203,10 +203,12 @@ def apply_transformation(
             frame = frames[name]
             assert frame is not None  # governance: a SQL product never reads its own past
             frame.createOrReplaceTempView(view)
-        args = {}
+        args: dict[str, Any] = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
             args |= {"starts_at": part.bounds(part.start)[0], "ends_at": part.bounds(part.end)[1]}
+            if part.region is not None:
+                args["region"] = part.region
         query = rewrite_tables(sql, views)
         df = spark.sql(bind_parameters(query, args)) if is_connect(spark) else spark.sql(query, args=args)
     if part is not None:

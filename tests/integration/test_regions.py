@@ -125,6 +125,8 @@ def test_a_region_s_run_writes_its_local_day_alone_and_readers_of_every_region_w
         .collect()
     )
     assert [tuple(r) for r in bounds] == [("2024-03-30 23:00", "2024-03-31 22:00")]  # bound :starts_at, :ends_at
+    regions = world.table(REGION_HOURS).select("region", "bound_region").distinct().collect()
+    assert all(r["region"] == r["bound_region"] for r in regions)  # :region is the run's region
     assert rows - {(d, r, h) for d, r, h in rows if (d, r) == ("2024-03-31", "eu")} == before
     latam = sorted(h for d, r, h in rows if (d, r) == ("2024-03-31", "latam"))
     apac = sorted(h for d, r, h in rows if (d, r) == ("2024-03-31", "apac"))

@@ -21,6 +21,7 @@ from mesh_assets.automation.deadlines import late_inputs
 from mesh_assets.backfill import BackfillError, plan_backfill, plan_rebuild
 from mesh_assets.cli import main
 from mesh_assets.graph.discovery import DomainSpecs, load_all
+from mesh_assets.graph.queries import bind_parameters
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.grain import Grain, PartitionKeyError
 from mesh_assets.model.partitions import PartitionRange, ranges_of_regions, read_region, window_range
@@ -251,3 +252,10 @@ def test_automation_requests_a_regions_day_once_its_local_hours_and_one_regions_
 def test_a_regional_table_is_not_rebuilt_one_region_at_a_time(regional_mesh):
     with pytest.raises(BackfillError, match="central/region_hours is partitioned by date and region: a rebuild"):
         plan_rebuild(regional_mesh.resolve_asset_graph(), "central.region_hours")
+
+
+def test_a_spark_connect_query_binds_the_region_as_a_string_literal():
+    bound = bind_parameters("SELECT * FROM t WHERE city_region = :region", {"region": "eu"})
+    assert bound == "SELECT * FROM t WHERE city_region = 'eu'"
+    with pytest.raises(ValueError, match="invalid identifier"):
+        bind_parameters("SELECT :region", {"region": "eu' OR 1=1 --"})
