@@ -96,6 +96,8 @@ def published_counts(ev: Evaluation, trailing: int) -> dict[str, int]:
     assert grain.step is not None
     lo, hi = grain.literal(ev.part.start - trailing * grain.step), grain.literal(ev.part.end)
     published = ev.spark.read.format("delta").load(ev.location)
+    if ev.part.region is not None:  # a region's earlier dates: its own rows alone
+        published = published.where(F.col(ev.table.region_column) == F.lit(ev.part.region))
     column = F.col(ev.table.partition_column)
     rows = (
         published.where(column.between(F.lit(lo), F.lit(hi)))
