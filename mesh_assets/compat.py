@@ -84,6 +84,7 @@ __all__ = [
     "AssetCheckExecutionRecordStatus",
     "AssetGraph",
     "PartitionsSubset",
+    "add_run_tags",
     "automation_instance",
     "dbt_invocation_params",
     "is_valid_cron_schedule",
@@ -113,3 +114,9 @@ def kv_get(instance: dg.DagsterInstance, keys: set[str]) -> Mapping[str, str]:
 def kv_set(instance: dg.DagsterInstance, pairs: Mapping[str, str]) -> None:
     """Store ``pairs`` in the instance's key-value storage (see :func:`kv_get`)."""
     instance.daemon_cursor_storage.set_cursor_values(pairs)
+
+
+def add_run_tags(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str, str]) -> None:
+    """Add ``tags`` to a run already started (``DagsterInstance.add_run_tags``, not in Dagster's documented API):
+    a step names who ran it on whatever run executes it, however the run was launched."""
+    instance.add_run_tags(run_id, dict(tags))

@@ -21,6 +21,7 @@ from typing import NoReturn
 import dagster as dg
 
 from mesh_assets.alerts.sensor import build_failure_sensor
+from mesh_assets.alerts.watch import build_alert_sensor
 from mesh_assets.assets.notices import quiet_check_gating_notice
 from mesh_assets.assets.outputs import build_output_asset, build_rechecks_job
 from mesh_assets.assets.plain import plain_definitions, pyspark_resources, written_by_plain_assets
@@ -232,9 +233,12 @@ def _domain_definitions(
     plain_keys = [k for a in plain for k in a.keys]
     sensors = domain_sensors(domain, nodes, observed, settings.automation, tool_keys, settings.alerts, plain_keys)
     built = [n.table for n in nodes] + [t for k in tool_keys if (t := graph.get(*k.path)) is not None]
-    readers = {t.key: graph.readers(t.domain, t.name) for t in built}
-    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers)) is not None:
+    readers = {t.key: graph.readers(t.domain, t.name) for t in [*built, *observed]}
+    checked = [t for t in observed if t.checks]
+    if (alerts := build_failure_sensor(domain, built, settings.alerts, readers, checked)) is not None:
         sensors.append(alerts)
+    if built or observed:
+        sensors.append(build_alert_sensor(domain, built, observed, readers, settings.alerts))
     jobs = [job] if (job := build_rechecks_job(domain, nodes)) is not None else []
     plain_specs = [spec for a in plain for spec in a.specs]
     jobs += [build_invalidate_job(domain, graph, settings.alerts, plain_specs)] if nodes else []

@@ -154,6 +154,17 @@ class LineageSettings(Section):
         return own.undeclared_reads if own and own.undeclared_reads else self.undeclared_reads
 
 
+class SmtpSettings(Section):
+    """The mail server that delivers alerts to a table's ``email`` contacts; none (no ``host``): no mail. Its
+    password is a secret: it comes from ``MESH_ALERT_SMTP_PASSWORD`` alone, never from ``mesh.yaml``."""
+
+    host: str | None = None
+    port: int = Field(default=25, gt=0, lt=65536)
+    user: str | None = None
+    sender: str = "mesh@localhost"
+    starttls: bool = False
+
+
 class AlertSettings(Section):
     """Where owners hear about failures. Webhook URLs are secrets: they come from the environment only,
     one variable per domain (``MESH_ALERT_WEBHOOK_<DOMAIN>``, e.g. ``MESH_ALERT_WEBHOOK_FOOD_DELIVERY``)."""
@@ -161,6 +172,12 @@ class AlertSettings(Section):
     enabled: bool = True
     webserver_url: str = "http://127.0.0.1:3000"
     timeout_seconds: float = 5.0
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    attempts: int = Field(default=5, ge=1, le=100)
+    """How many times an alert is tried in all: one send, then a retry per tick of its domain's alert sensor
+    while its webhook or mail server does not take it."""
+    interval_seconds: int = Field(default=60, ge=5)
+    """How often each domain's alert sensor judges freshness and external checks, and retries what waits."""
 
 
 class DagsterSettings(Section):
@@ -216,12 +233,29 @@ class MaintenanceSettings(Section):
         return self
 
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class DomainKeys(Section):
+    """One domain's own S3 keys, named by the environment variables that hold them (never the keys themselves):
+    its runs write the warehouse's bucket with them, so a bucket policy per key confines each domain to its
+    prefix (:mod:`mesh_assets.engine.identity`)."""
+
+    access_key_env: str = Field(pattern=ENV_NAME)
+    """The variable holding the domain's access key id, e.g. ``CENTRAL_AWS_ACCESS_KEY_ID``."""
+    secret_key_env: str = Field(pattern=ENV_NAME)
+    """The variable holding the domain's secret access key."""
+    session_token_env: str | None = Field(default=None, pattern=ENV_NAME)
+    """The variable holding a session token, for temporary keys."""
+
+
 class S3Settings(Section):
     """S3-compatible object storage for ``s3a://`` warehouses (AWS S3, MinIO, Ceph ...).
 
     Credentials are secrets: Mesh passes ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and
     ``AWS_SESSION_TOKEN``) from the environment only; without them Hadoop's default AWS chain applies (instance
     profiles, web identity ...). Unknown fields are refused, so a key pasted into ``mesh.yaml`` fails loudly.
+    ``domains`` gives a domain keys of its own, by the names of the variables holding them.
     """
 
     endpoint: str | None = None
@@ -229,6 +263,9 @@ class S3Settings(Section):
     region: str | None = None
     path_style_access: bool = False
     """``https://endpoint/bucket/key`` rather than ``https://bucket.endpoint/key`` (MinIO, most on-premise stores)."""
+    domains: dict[str, DomainKeys] = Field(default_factory=dict)
+    """Per domain, the variables holding its own keys: its runs write the warehouse's bucket with those; a domain
+    not listed uses the deployment's (``AWS_*``)."""
 
 
 class ComputeLogSettings(Section):

@@ -8,6 +8,7 @@ import openlineage_spec
 from openlineage.client.facet_v2 import test_run
 
 from mesh_assets.lineage.events import (
+    MeshIdentityRunFacet,
     MeshPartitionsRunFacet,
     MeshRowsChangedOutputDatasetFacet,
     MeshTableKindDatasetFacet,
@@ -16,6 +17,7 @@ from mesh_assets.lineage.events import (
 )
 
 MESH_FACETS = {
+    "MeshIdentityRunFacet": MeshIdentityRunFacet,
     "MeshPartitionsRunFacet": MeshPartitionsRunFacet,
     "MeshUndeclaredReadsRunFacet": MeshUndeclaredReadsRunFacet,
     "MeshTableKindDatasetFacet": MeshTableKindDatasetFacet,

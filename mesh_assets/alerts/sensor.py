@@ -4,6 +4,8 @@ The sensor reads the run and its event log, not the asset body: a run that dies 
 worker killed for memory or lost, then failed by run monitoring) alerts like one whose step raised. Per failed
 step, the step's assets that did not publish (all of them when each published some partitions, as a refusal
 of some partitions does) get one alert each; with no failed step, every planned asset that did not publish.
+A failed check run of an external table (killed, or its Spark job lost) alerts the table's owners and its
+readers': its partitions stay unchecked and the readers wait.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, backfill_url, run_url, send
+from mesh_assets.alerts.notify import Alert, backfill_url, chat_channel, email_addresses, run_url
+from mesh_assets.alerts.queue import Outbox
+from mesh_assets.checks.external import checks_job_name, checks_op_name
 from mesh_assets.graph.resolve import Table
 from mesh_assets.settings import AlertSettings
 
@@ -123,6 +127,18 @@ def failed_assets(instance: dg.DagsterInstance, run_id: str, run_failure: dg.Dag
     return failed
 
 
+def check_run_failed(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, run_failure: dg.DagsterEvent, table: Table
+) -> Failed:
+    """An external table's check run that failed (killed, or its Spark job lost) judged none of its partitions:
+    they stay unchecked, and its readers wait for them."""
+    log = _read_log(instance, run.run_id)
+    message = _step_message(log.step_failures[0]) if log.step_failures else (run_failure.message or "run failed")
+    config = run.run_config.get("ops", {}).get(checks_op_name(table.domain, table.name), {}).get("config", {})
+    partitions = list(config.get("partitions", []))
+    return Failed(table.key, "check run failed", message[:MESSAGE_LIMIT], partitions, list(table.blocking_checks))
+
+
 def _message(table: Table, failed: Failed) -> str:
     """The failure's message, unless ``table``'s classification keeps it out of alerts (a Spark error can quote a
     row): then what failed and where, and the run's page to read the rest."""
@@ -138,18 +154,22 @@ def _alert(table: Table, failed: Failed, run_id: str, settings: AlertSettings) -
         product=table.product,
         table=table.name,
         owner=table.owner,
-        channel=next((c.value for c in table.contacts if c.kind == "chat"), ""),
+        channel=chat_channel(table.contacts),
         message=_message(table, failed),
         partitions=failed.partitions,
         checks=failed.checks,
         run_id=run_id,
         run_url=run_url(run_id, settings),
+        emails=email_addresses(table.contacts),
     )
 
 
 def _consumer_alert(consumer: Table, table: Table, failed: Failed, run_id: str, settings: AlertSettings) -> Alert:
     """Tells ``consumer``'s owners that partitions of ``table`` they read were refused (and why)."""
     alert = _alert(consumer, failed, run_id, settings)
+    if failed.kind == "check run failed":
+        message = f"{table.ref}'s checks did not run; {consumer.ref} waits for them. {_message(table, failed)}"
+        return replace(alert, kind="input check failed", message=message[:MESSAGE_LIMIT], source=table.ref)
     message = f"{table.ref} was not published ({failed.kind}); {consumer.ref} waits for it. {_message(table, failed)}"
     return replace(alert, kind="input refused", message=message[:MESSAGE_LIMIT], source=table.ref)
 
@@ -159,12 +179,15 @@ def build_failure_sensor(
     tables: Iterable[Table],
     settings: AlertSettings,
     consumers: Mapping[dg.AssetKey, Sequence[Table]] | None = None,
+    checked: Iterable[Table] = (),
 ) -> dg.SensorDefinition | None:
-    """The run-failure sensor alerting the owners of ``tables`` (the domain's tables that runs build); None
-    without any. It runs unless alerts are disabled, whatever the automation settings: a manual run's owners
-    are told too. When partitions were refused (a failed blocking check, inputs not ready), the owners of the
-    tables that read them (``consumers``, any domain) are told too, once per run."""
-    by_key = {t.key: t for t in tables}
+    """The run-failure sensor alerting the owners of ``tables`` (the domain's tables that runs build) and of
+    ``checked`` (its external tables with checks, whose check runs fail too); None without any. It runs unless
+    alerts are disabled, whatever the automation settings: a manual run's owners are told too. When partitions
+    were refused (a failed blocking check, inputs not ready) or left unchecked, the owners of the tables that
+    read them (``consumers``, any domain) are told too, once per run."""
+    check_jobs = {checks_job_name(t.domain, t.name): t for t in checked}
+    by_key = {t.key: t for t in tables} | {t.key: t for t in check_jobs.values()}
     readers = consumers or {}
     if not by_key:
         return None
@@ -177,7 +200,12 @@ def build_failure_sensor(
     def _failure_alerts(context: dg.RunFailureSensorContext) -> None:
         run_id = context.dagster_run.run_id
         backfill = context.dagster_run.tags.get(BACKFILL_TAG)
-        for failed in failed_assets(context.instance, run_id, context.failure_event):
+        run, event = context.dagster_run, context.failure_event
+        if (external := check_jobs.get(run.job_name)) is not None:
+            failures = [check_run_failed(context.instance, run, event, external)]
+        else:
+            failures = failed_assets(context.instance, run_id, event)
+        for failed in failures:
             table = by_key.get(failed.key)
             if table is None:
                 continue
@@ -186,10 +214,8 @@ def build_failure_sensor(
                 alerts += [_consumer_alert(c, table, failed, run_id, settings) for c in readers.get(failed.key, ())]
             if backfill:
                 alerts = [replace(a, backfill_url=backfill_url(backfill, settings)) for a in alerts]
-            for alert in alerts:
-                try:
-                    send(alert, settings)
-                except AlertNotSent as exc:  # the next failure must still be told
-                    context.log.warning(f"alert to {alert.domain}'s channel failed: {exc}")
+            outbox = Outbox(context.instance, domain, "failures")
+            for alert in alerts:  # one that does not get through waits for the alert sensor's retry
+                outbox.send(alert, settings, context.log.warning)
 
     return _failure_alerts

@@ -8,6 +8,8 @@ A partition is requested when
   reading an hourly input needs all 24 hours (``all_deps_match`` would accept a day with any one hour);
 - every blocking check of the input partitions it reads passed on their current data: a failed check, or one
   not yet run (an external table's check run still pending), holds it back (``ignore_quality`` inputs skip this);
+- an input declaring ``min_complete`` is judged instead by the run's readiness rule (its share of the window
+  ready, :mod:`mesh_assets.automation.ready`), so a rollup with a partial window is not held back forever;
 - the product's ``cron`` (if any) ticked since the partition was last handled: cron is the earliest start;
 - neither it nor an input is being written (``in_progress``);
 - neither its product nor the product of a table it reads is paused (``mesh pause``,
@@ -57,14 +59,27 @@ def _unpassed_blocking_checks() -> dg.AutomationCondition:
 
 
 def input_keys(node: Node) -> tuple[list[dg.AssetKey], list[dg.AssetKey], list[dg.AssetKey]]:
-    """(inputs read partition by partition, inputs read whole, inputs whose quality gates us)."""
+    """(inputs read partition by partition, inputs read whole, inputs whose quality gates us here; an input with
+    ``min_complete`` is gated by the readiness rule, not here)."""
     by_partition, whole, quality = [], [], []
     for read in node.reads:
         partitioned = read.table.grain.partitioned and not read.input.window.whole
         (by_partition if not node.table.grain.partitioned or partitioned else whole).append(read.table.key)
-        if not read.input.ignore_quality:
+        if not read.input.ignore_quality and read.input.min_complete is None:
             quality.append(read.table.key)
     return by_partition, whole, quality
+
+
+def gated_keys(node: Node) -> list[dg.AssetKey]:
+    """Inputs whose every window partition must be published here: all but those with ``min_complete`` and those
+    Dagster maps beyond what the run reads (one region, a region's local day: :func:`beyond_dagster`), which the
+    run's readiness rule judges (:mod:`mesh_assets.automation.ready`)."""
+    return [read.table.key for read in node.reads if read.input.min_complete is None and not beyond_dagster(node, read)]
+
+
+def _beyond(node: Node, key: dg.AssetKey) -> bool:
+    """Whether every read of ``key`` by ``node`` is one Dagster maps beyond what the run reads."""
+    return all(beyond_dagster(node, read) for read in node.reads if read.table.key == key)
 
 
 def _only(condition: dg.AutomationCondition, keys: Keys) -> dg.AutomationCondition:
@@ -77,6 +92,10 @@ def _subset(keys: list[dg.AssetKey], inputs: set[dg.AssetKey]) -> Keys:
     return None if set(keys) == inputs else tuple(keys)
 
 
+DBT_LABEL = "mesh_dependencies(dbt)"
+"""How the UI names a dbt model's condition."""
+
+
 @cache
 def dbt_model_condition() -> dg.AutomationCondition:
     """A dbt model's condition: Dagster's ``eager`` (its latest window once every input is there, once per
@@ -84,7 +103,7 @@ def dbt_model_condition() -> dg.AutomationCondition:
     History is recomputed by backfills (``mesh backfill --downstream``), which pass the window to dbt.
     One object shared by every model."""
     gate = ~AC.any_deps_match(_unpassed_blocking_checks()).with_label("input_blocking_checks_passed")
-    return (AC.eager() & gate).with_label("mesh_dependencies(dbt)")
+    return (AC.eager() & gate).with_label(DBT_LABEL)
 
 
 def _trigger(by_partition: Keys, whole: Keys) -> dg.AutomationCondition:
@@ -98,20 +117,22 @@ def _trigger(by_partition: Keys, whole: Keys) -> dg.AutomationCondition:
     return trigger.since_last_handled().with_label("input_published_since_last_handled")
 
 
-def _held_back(quality: Keys, judged: Keys = None) -> dg.AutomationCondition:
-    """It or an input is being written, an input partition is not published, or an input's check has not passed.
+def _held_back(quality: Keys, gated: Keys = None) -> dg.AutomationCondition:
+    """It or an input is being written, an input partition (of ``gated``) is not published, or an input's check
+    has not passed.
 
     One ``any_deps_match`` over the OR of the input tests is the same as one per test (any input matching
-    any test), with fewer nodes to evaluate and to keep in the cursor. ``judged``: the inputs Dagster's mappings
-    map exactly (None: all); the others are judged by the run's readiness rule (:mod:`mesh_assets.automation.ready`)."""
+    any test), with fewer nodes to evaluate and to keep in the cursor."""
     unpublished = (AC.missing() & ~AC.will_be_requested()).with_label("unpublished")
     per_input = [AC.in_progress(), unpublished]
     if quality is None:
         per_input.append(_unpassed_blocking_checks().with_label("blocking_checks_not_passed"))
     tests = [AC.in_progress()]
-    if judged != ():
-        any_input = _only(AC.any_deps_match(reduce(operator.or_, per_input)), judged)
-        tests.append(any_input.with_label("an_input_not_ready"))
+    if gated != ():
+        inputs = _only(AC.any_deps_match(reduce(operator.or_, per_input)), gated)
+        tests.append(inputs.with_label("an_input_not_ready"))
+    if gated is not None:  # the inputs left to the readiness rule (min_complete) still hold it back while written
+        tests.append(AC.any_deps_match(AC.in_progress()).with_label("an_input_in_progress"))
     if quality:
         checks = _only(AC.any_deps_match(_unpassed_blocking_checks()), quality)
         tests.append(checks.with_label("an_input_blocking_check_not_passed"))
@@ -120,7 +141,7 @@ def _held_back(quality: Keys, judged: Keys = None) -> dg.AutomationCondition:
 
 @cache
 def _parts(
-    rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys, judged: Keys = None
+    rerun_history: bool, cron: str | None, by_partition: Keys, whole: Keys, quality: Keys, gated: Keys = None
 ) -> tuple[tuple[dg.AutomationCondition, ...], str]:
     """The conditions one shape of output ANDs, and its label; cached, so outputs of one shape share them."""
     parts = []
@@ -129,7 +150,7 @@ def _parts(
     parts.append(_trigger(by_partition, whole))
     if cron:
         parts.append(AC.cron_tick_passed(cron).since_last_handled().with_label(f"cron_passed({cron})"))
-    parts.append((~_held_back(quality, judged)).with_label("inputs_ready"))
+    parts.append((~_held_back(quality, gated)).with_label("inputs_ready"))
     label = "mesh_dependencies" + ("" if rerun_history else "(latest_window)")
     if cron:
         label += f"(cron={cron})"
@@ -148,14 +169,13 @@ def output_condition(node: Node, watermark: Watermark | None = None) -> dg.Autom
         return None
     by_partition, whole, quality = input_keys(node)
     inputs = {*by_partition, *whole}
-    beyond = {read.table.key for read in node.reads if beyond_dagster(node, read)}
     shape = (
         node.product.rerun_history,
         node.product.cron,
         _subset(by_partition, inputs),
         _subset(whole, inputs),
-        _subset([k for k in quality if k not in beyond], inputs),
-        _subset([k for k in inputs if k not in beyond], inputs),
+        _subset([k for k in quality if k in gated_keys(node) or not _beyond(node, k)], inputs),
+        _subset(gated_keys(node), inputs),
     )
     elsewhere = inputs_ready_elsewhere(node, watermark)
     parts, label = _parts(*shape)

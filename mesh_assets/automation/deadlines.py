@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
-from mesh_assets.graph.resolve import Node
-from mesh_assets.model.grain import midnight, utc
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses
+from mesh_assets.alerts.queue import Outbox
+from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange, read_region, window_range
 from mesh_assets.model.product import DataProduct
 from mesh_assets.model.regions import local_date
@@ -44,13 +45,18 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
             if not limits:
                 continue
-            published = instance.get_materialized_partitions(upstream.key)
-            complete = upstream.complete(published)
+            due: list[tuple[PartitionRange, list[str]]] = []
+            one_region: set[str] = set()
             for part in recent_partitions(node, now):
                 region = read_region(inp.region, upstream.regions, part)
                 needed = window_range(inp.window, upstream.grain, part, region)
                 keys = [] if needed is None else needed.dagster_keys() if region else needed.keys()
-                missing = [k for k in keys if k not in (published if region else complete)]
+                due.append((part, keys))
+                one_region |= set(keys) if region else set()
+            every = {k for _, keys in due for k in keys if k not in one_region}
+            done = published_of(instance, upstream, every) | exactly_published(instance, upstream, one_region)
+            for part, keys in due:
+                missing = [k for k in keys if k not in done]
                 window_end = part.bounds(part.start)[1]
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
@@ -76,25 +82,42 @@ def recent_partitions(node: Node, now: datetime) -> list[PartitionRange]:
     and before its end: of a table partitioned by date and region, each region's last local dates (eu's
     2024-03-31 closes at Madrid's next midnight, 2024-03-31 22:00 UTC)."""
     grain, table = node.table.grain, node.table
-    assert grain.step is not None
     first = midnight(node.product.start_date)
     end = midnight(node.product.end_date) if node.product.end_date else None
     if table.regions:
         parts = []
         for region, zone in zip(table.regions, table.zones, strict=True):
             today = midnight(local_date(now, zone))
-            parts += [
-                PartitionRange(grain, today - back * grain.step, today - back * grain.step, region, zone)
-                for back in range(1, LOOKBACK_PARTITIONS + 1)
-            ]
+            starts = [grain.shift(today, -back) for back in range(1, LOOKBACK_PARTITIONS + 1)]
+            parts += [PartitionRange(grain, start, start, region, zone) for start in starts]
     else:
         closed = grain.floor(now)
-        parts = [
-            PartitionRange(grain, closed - back * grain.step, closed - back * grain.step)
-            for back in range(1, LOOKBACK_PARTITIONS + 1)
-        ]
+        starts = [grain.shift(closed, -back) for back in range(1, LOOKBACK_PARTITIONS + 1)]
+        parts = [PartitionRange(grain, start, start) for start in starts]
     # the consumer's partitions stopped at its end: nothing after it is late
     return [p for p in parts if p.start >= first and (end is None or p.start < end)]
+
+
+def exactly_published(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
+    """Which of ``keys`` (Dagster's own keys: one region's dates) are published, asked for those alone."""
+    if not keys:
+        return set()
+    return set(
+        instance.get_latest_storage_id_by_partition(upstream.key, dg.DagsterEventType.ASSET_MATERIALIZATION, keys)
+    )
+
+
+def published_of(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
+    """Which of ``keys`` are published, as consumers count them (a regional day only with every region).
+
+    Only these partitions are asked of the instance, not every partition the table ever published: a tick
+    then costs the same for a table of a month's hours as for one of three years' (BENCHMARKS.md, "capacity").
+    """
+    if not keys:
+        return set()  # no partitions named: the instance would answer for every partition
+    asked = {region_key(k, r) for k in keys for r in upstream.regions} if upstream.regions else keys
+    found = instance.get_latest_storage_id_by_partition(upstream.key, dg.DagsterEventType.ASSET_MATERIALIZATION, asked)
+    return upstream.complete(set(found))
 
 
 def build_deadline_sensor(
@@ -150,41 +173,43 @@ def evaluate_deadlines(
                 },
             )
         )
-        channel = next((c.value for c in product.contacts if c.kind == "chat"), "")
-        send_or_warn(
+        outbox = Outbox(instance, product.domain, "deadlines")
+        outbox.send(
             Alert(
                 kind=f"input {flag['kind']}",
                 domain=product.domain,
                 product=product.name,
                 table=flag["table"],
                 owner=product.owner,
-                channel=channel,
+                channel=chat_channel(product.contacts),
                 message=message,
                 partitions=[flag["partition"]],
+                emails=email_addresses(product.contacts),
             ),
             alerts,
             log.warning,
         )
         if flag["kind"] == "timed_out":
-            _tell_the_inputs_owner(flag, message, alerts)
+            _tell_the_inputs_owner(flag, message, alerts, outbox)
     return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
 
 
-def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings) -> None:
+def _tell_the_inputs_owner(flag: dict, message: str, alerts: AlertSettings, outbox: Outbox) -> None:
     """A timed-out input is the producer's to fix: its owners hear it on their own domain's channel too."""
     upstream = flag["upstream"]
     reader = f"{flag['product'].domain}.{flag['table']}"
-    send_or_warn(
+    outbox.send(
         Alert(
             kind="input timed out for a reader",
             domain=upstream.domain,
             product=upstream.product,
             table=upstream.name,
             owner=upstream.owner,
-            channel=next((c.value for c in upstream.contacts if c.kind == "chat"), ""),
+            channel=chat_channel(upstream.contacts),
             message=f"{message} (read by {reader})",
             partitions=flag["missing"],
             source=reader,
+            emails=email_addresses(upstream.contacts),
         ),
         alerts,
         log.warning,

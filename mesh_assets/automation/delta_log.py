@@ -178,7 +178,7 @@ def partition_key(value: str | None, grain: Grain, now: datetime | None = None) 
     except ValueError:
         raise ValueError(f"is not a {grain} partition") from None
     if moment != grain.floor(moment):
-        raise ValueError(f"is not on the {'hour' if grain is Grain.HOURLY else 'day'} (UTC)")
+        raise ValueError(f"is not {grain.grid} (UTC)")
     if moment > (now or datetime.now(UTC)):
         raise ValueError("is in the future")
     return grain.key(moment)

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, send_or_warn
+from mesh_assets.alerts.notify import DEFAULT_ALERTS, Alert, chat_channel, email_addresses, send_or_warn
+from mesh_assets.alerts.queue import Outbox
 from mesh_assets.automation.delta_log import Changes, Read, Seen, changes_since, partition_key
 from mesh_assets.automation.log_files import LogFiles
 from mesh_assets.automation.reports import (
@@ -211,8 +212,16 @@ def _unreadable(table: Table, location: str, exc: Exception) -> Alert:
         f"the Delta log of {table.ref} at {location} cannot be read ({type(exc).__name__}: {exc}); "
         "the table is skipped until it reads again"
     )
-    channel = next((c.value for c in table.contacts if c.kind == "chat"), "")
-    return Alert("external log unreadable", table.domain, table.product, table.name, table.owner, channel, message)
+    return Alert(
+        "external log unreadable",
+        table.domain,
+        table.product,
+        table.name,
+        table.owner,
+        chat_channel(table.contacts),
+        message,
+        emails=email_addresses(table.contacts),
+    )
 
 
 def observe(
@@ -223,9 +232,11 @@ def observe(
     files: LogFiles = LOCAL,
     reports: Reports = NO_REPORTS,
     alerts: AlertSettings = DEFAULT_ALERTS,
+    outbox: Outbox | None = None,
 ) -> tuple[list[dg.AssetMaterialization], dict[str, Any]]:
     """One tick over the external ``tables`` (their logs read through ``files``); ``reports`` are this
-    instance's earlier reports: where a table the cursor does not know starts, and each partition's rows."""
+    instance's earlier reports: where a table the cursor does not know starts, and each partition's rows.
+    ``outbox``: where an alert that did not get through waits for a retry (None: it is only warned)."""
     events: list[dg.AssetMaterialization] = []
     cursor = dict(cursor)
     for table in tables:
@@ -236,7 +247,9 @@ def observe(
         except Exception as exc:  # any failure to read one table's log is that table's, not the domain's
             alert = _unreadable(table, location, exc)
             warn(alert.message)
-            if failed is None:
+            if failed is None and outbox is not None:
+                outbox.send(alert, alerts, warn)
+            elif failed is None:
                 send_or_warn(alert, alerts, warn)
             cursor[table.ref] = _store(seen, alert.message)
             continue
@@ -300,6 +313,7 @@ def build_observer(domain: str, tables: list[Table], settings: AutomationSetting
             files,
             InstanceReports(context.instance),
             mesh.settings.alerts,
+            Outbox(context.instance, domain, "observer"),
         )
         requests = check_requests(events, {k: j.name for k, j in jobs.items()})
         return dg.SensorResult(

@@ -21,6 +21,9 @@ import dagster as dg
 from mesh_assets.compat import automation_instance, kv_get, kv_set
 
 PREFIX = "mesh/paused/"
+TABLE_PREFIX = "mesh/paused-table/"
+"""Each table of a paused product, keyed by table: what a dbt model knows of what it reads is tables, not their
+products."""
 PAUSED_METADATA = "mesh/paused"
 """The metadata key of the observation that shows a table's product paused (or resumed) in the UI."""
 
@@ -40,15 +43,24 @@ def _key(domain: str, product: str) -> str:
     return f"{PREFIX}{domain}/{product}"
 
 
-def paused_products(instance: dg.DagsterInstance, products: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Pause]:
-    """Which of ``products`` (``(domain, product)``) are paused now, with why."""
+def _table_key(table: dg.AssetKey) -> str:
+    return TABLE_PREFIX + "/".join(table.path)
+
+
+def paused_products(
+    instance: dg.DagsterInstance, products: Iterable[tuple[str, str]], tables: Iterable[dg.AssetKey] = ()
+) -> dict[tuple[str, str], Pause]:
+    """Which of ``products`` (``(domain, product)``), and of the products of ``tables``, are paused now, with
+    why."""
     wanted = {_key(d, p): (d, p) for d, p in products}
-    found = kv_get(instance, set(wanted)) if wanted else {}
+    by_table = {_table_key(t) for t in tables}
+    found = kv_get(instance, set(wanted) | by_table) if wanted or by_table else {}
     out = {}
     for key, value in found.items():
         if value:
             data = json.loads(value)
-            out[wanted[key]] = Pause(data["reason"], data["since"])
+            product = wanted.get(key) or tuple(data["product"].split("/", 1))
+            out[product] = Pause(data["reason"], data["since"])
     return out
 
 
@@ -65,7 +77,11 @@ def set_paused(
     if reason is not None:
         pause = Pause(reason, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     value = json.dumps({"reason": pause.reason, "since": pause.since}) if pause else ""
-    kv_set(instance, {_key(domain, product): value})
+    tables = list(tables)
+    by_table = (
+        json.dumps({"product": f"{domain}/{product}", "reason": pause.reason, "since": pause.since}) if pause else ""
+    )
+    kv_set(instance, {_key(domain, product): value, **{_table_key(t): by_table for t in tables}})
     shown = pause.describe() if pause else "no (resumed)"
     for key in tables:
         instance.report_runless_asset_event(dg.AssetObservation(asset_key=key, metadata={PAUSED_METADATA: shown}))
@@ -74,11 +90,15 @@ def set_paused(
 
 class NotPaused(dg.AutomationCondition):
     """True unless the output's product, or the product of a table it reads, is paused (one read of the
-    instance per tick, and only when there is something to request)."""
+    instance per tick, and only when there is something to request). A dbt model names the tables it reads
+    (``tables``), whose products its translator does not know."""
 
-    def __init__(self, own: tuple[str, str], upstream: Iterable[tuple[str, str]]) -> None:
+    def __init__(
+        self, own: tuple[str, str], upstream: Iterable[tuple[str, str]], tables: Iterable[dg.AssetKey] = ()
+    ) -> None:
         self._own = own
         self._products = (own, *sorted(set(upstream) - {own}))
+        self._tables = tuple(sorted(set(tables), key=lambda k: k.path))
 
     @property
     def name(self) -> str:
@@ -96,7 +116,7 @@ class NotPaused(dg.AutomationCondition):
         candidates = context.candidate_subset
         if candidates.is_empty:
             return dg.AutomationResult(context, candidates)
-        paused = paused_products(automation_instance(context), self._products)
+        paused = paused_products(automation_instance(context), self._products, self._tables)
         if not paused:
             return dg.AutomationResult(context, candidates)
         context.log.info(

@@ -100,11 +100,16 @@ def beyond_dagster(node: Node, read: Read) -> bool:
 
 
 def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
-    """The condition over ``node``'s inputs from other code locations, and those whose age is limited; None when
-    it reads none. ``watermark`` reads a watermark column's maximum (from the deployment's warehouse)."""
+    """The condition over ``node``'s inputs from other code locations, those whose age is limited, those read
+    with ``min_complete`` (a share of the window) and those Dagster's mappings map beyond what the run reads
+    (:func:`beyond_dagster`); None when it reads none. ``watermark`` reads a watermark column's maximum (from the
+    deployment's warehouse)."""
     reads = tuple(
         read
         for read in node.reads
-        if in_other_location(node, read.table) or limits_age(node, read) or beyond_dagster(node, read)
+        if in_other_location(node, read.table)
+        or limits_age(node, read)
+        or read.input.min_complete is not None
+        or beyond_dagster(node, read)
     )
     return InputsReadyElsewhere(node, reads, watermark) if reads else None

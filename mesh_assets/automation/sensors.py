@@ -8,6 +8,7 @@ import dagster as dg
 
 from mesh_assets.automation.deadlines import build_deadline_sensor
 from mesh_assets.automation.observer import build_observer
+from mesh_assets.engine.identity import IDENTITY_TAG
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
@@ -39,7 +40,7 @@ def automation_sensors(
             target=dg.AssetSelection.assets(*chunk),
             default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
             minimum_interval_seconds=settings.interval_seconds,
-            run_tags={ENGINE_TAG: settings.engine_tag} if settings.engine_tag else None,
+            run_tags={IDENTITY_TAG: domain, **({ENGINE_TAG: settings.engine_tag} if settings.engine_tag else {})},
             use_user_code_server=in_code_server,
             description=f"Requests {domain}'s partitions when their inputs are published (data-dependency "
             f"automation), evaluated {where}.",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from mesh_assets.alerts.notify import Alert, AlertNotSent, run_url, send
+from mesh_assets.alerts.notify import Alert, chat_channel, deliver, describe_failure, email_addresses, linked, run_url
 from mesh_assets.assets.catalog import CatalogMesh
 from mesh_assets.backfill.plan import BackfillError, downstream_partitions, parse_asset_key, partition_bounds
 from mesh_assets.checks.results import target_of
@@ -144,7 +144,7 @@ def _suspects(
 def _alert(mesh: CatalogMesh, marked: Marked, root: Marked, run_id: str | None, settings: AlertSettings) -> Alert:
     """The owners of ``marked``'s table (its product's owner and contacts, from the catalog) told what was marked."""
     table = mesh.table(marked.key)
-    chats = [c.value for c in (table.contacts if table is not None else ()) if c.kind == "chat"]
+    contacts = table.contacts if table is not None else ()
     invalid = f"{root.key.to_user_string()} {', '.join(p or '-' for p in root.partitions)}"
     return Alert(
         kind="input invalidated" if marked.suspect else "invalidated",
@@ -152,7 +152,8 @@ def _alert(mesh: CatalogMesh, marked: Marked, root: Marked, run_id: str | None, 
         product=table.product if table is not None else "",
         table=marked.key.path[-1],
         owner=table.owner if table is not None else "",
-        channel=chats[0] if chats else "",
+        channel=chat_channel(contacts),
+        emails=email_addresses(contacts),
         message=f"{invalid} invalidated: {marked.reason}" + _consequence(marked),
         partitions=[p or "-" for p in marked.partitions],
         checks=[VALID],
@@ -172,14 +173,12 @@ def _consequence(marked: Marked) -> str:
 
 
 def notify(mesh: CatalogMesh, marked: list[Marked], settings: AlertSettings, run_id: str | None = None) -> list[str]:
-    """One alert per table reached (marked or not) to its domain's channel; why each alert that could not be
-    sent failed."""
+    """One alert per table reached (marked or not) to its domain's channel and its email contacts; why each
+    alert that could not be sent failed (a run's alerts are not retried: its log keeps them)."""
     problems = []
     for m in marked:
-        try:
-            send(_alert(mesh, m, marked[0], run_id, settings), settings)
-        except AlertNotSent as exc:
-            problems.append(f"alert to {m.key.path[0]}'s channel failed: {exc}")
+        alert = linked(_alert(mesh, m, marked[0], run_id, settings), settings)
+        problems += [describe_failure(alert, via, reason) for via, reason in deliver(alert, settings).items()]
     return problems
 
 

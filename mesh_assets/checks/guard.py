@@ -81,8 +81,24 @@ def write_guard(
 
 
 def outside(column: str, part: PartitionRange) -> Column:
-    """Rows without a partition value, or of a partition the run does not write."""
-    assert part.grain.step is not None
+    """Rows without a partition value, of a partition the run does not write, or off the grain's grid (a
+    Wednesday in a weekly table: its partition is its Monday), as the audit's per-partition tally refuses them."""
     value = F.col(column)
-    after = part.literal(part.end + part.grain.step)
-    return value.isNull() | (value < F.lit(part.literal(part.start))) | (value >= F.lit(after))
+    after = part.literal(part.end_excluded())
+    refused = value.isNull() | (value < F.lit(part.literal(part.start))) | (value >= F.lit(after))
+    off_grid = _off_grid(value, part)
+    return refused if off_grid is None else refused | off_grid
+
+
+def _off_grid(value: Column, part: PartitionRange) -> Column | None:
+    """Rows whose partition value is not where a partition of the grain starts; None for a daily grain."""
+    unit, count = part.grain.unit, part.grain.count
+    if unit == "week":
+        return F.dayofweek(value) != 2  # Spark counts from Sunday (1): a week's partition is its Monday
+    if unit == "month":
+        return F.dayofmonth(value) != 1
+    if unit == "hour":
+        return value != F.date_trunc("hour", value)
+    if unit == "minute":
+        return (value != F.date_trunc("minute", value)) | (F.minute(value) % count != 0)
+    return None

@@ -93,8 +93,7 @@ def published_counts(ev: Evaluation, trailing: int) -> dict[str, int]:
     if ev.part is None or ev.location is None or not is_delta_table(ev.spark, ev.location):
         return {}
     grain = ev.part.grain
-    assert grain.step is not None
-    lo, hi = grain.literal(ev.part.start - trailing * grain.step), grain.literal(ev.part.end)
+    lo, hi = grain.literal(grain.shift(ev.part.start, -trailing)), grain.literal(ev.part.end)
     published = ev.spark.read.format("delta").load(ev.location)
     if ev.part.region is not None:  # a region's earlier dates: its own rows alone
         published = published.where(F.col(ev.table.region_column) == F.lit(ev.part.region))

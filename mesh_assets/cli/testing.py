@@ -4,10 +4,13 @@ local SparkSession: no warehouse, no Dagster instance, no network."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import contextlib
+import sys
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from rich.console import Console
+
+LOG = "test.log"
+"""Under ``<home>/logs``: what Spark's JVM and dbt print while ``mesh test`` runs (``--verbose`` shows it)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,10 +25,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     test.add_argument("selection", nargs="?", help="<domain> or <domain>/<table> (default: every domain)")
     test.add_argument("--no-dbt", action="store_true", help="skip dbt's unit tests")
+    test.add_argument(
+        "--verbose", action="store_true", help=f"show Spark's and dbt's own output (kept in <home>/logs/{LOG})"
+    )
     test.set_defaults(handler=cmd_test)
 
 
 def cmd_test(args: argparse.Namespace, console: Console) -> int:
+    """The cases' outcomes on the screen; Spark's and dbt's own lines in the log file unless ``--verbose``."""
+    from mesh_assets.cli.capture import output_to
+    from mesh_assets.settings import get_settings
+
+    log = get_settings().home / "logs" / LOG
+    with contextlib.ExitStack() as stack:
+        if not args.verbose:
+            screen = stack.enter_context(output_to(log))
+            console = Console(file=screen) if console.file is sys.stdout else console  # stdout is the log now
+        code = run_tests(args, console)
+        if not args.verbose and code != 2:
+            console.print(f"Spark's and dbt's output: {log}", highlight=False, soft_wrap=True)
+        return code
+
+
+def run_tests(args: argparse.Namespace, console: Console) -> int:
     from mesh_assets.settings import get_settings
     from mesh_assets.storage.resource import get_spark
     from mesh_assets.testing.suite import run_case, run_dbt_unit_tests, selected_cases

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProject, dbt_assets
@@ -32,13 +32,18 @@ from mesh_assets.compat import DBT_UNIQUE_ID_METADATA_KEY as UNIQUE_ID
 from mesh_assets.dbt.nodes import DBT_GRAIN, is_model, model_domain, model_end, model_start, models_of
 from mesh_assets.dbt.project import dbt_env, load_manifest, mesh_dbt_project
 from mesh_assets.dbt.translator import MeshDbtTranslator
+from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.model.defaults import DomainDefaults
+from mesh_assets.model.errors import Refused
 from mesh_assets.model.names import check_identifier
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.resource import MeshResource
 from mesh_assets.storage.schema import rebuild_requested
 from mesh_assets.storage.tables import TableNotFoundError
+
+if TYPE_CHECKING:
+    from mesh_assets.graph.resolve import MeshGraph
 
 RESOURCE_KEY = "mesh"
 DBT_RESOURCE_KEY = "dbt"
@@ -87,23 +92,32 @@ def register_tables(mesh: MeshResource, manifest: dict[str, Any], models: set[st
             registry.register(spark, domain, name)
 
 
-def unready_models(
-    context: dg.AssetExecutionContext, mesh: MeshResource
-) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
-    """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
-    tables: dbt sources) are not published or have not passed their blocking checks, or, read whole, are older
-    than the model's domain allows (``input_freshness_hours`` in its ``domain.yaml``), with the reasons."""
+def mesh_tables(mesh: MeshResource) -> "MeshGraph":
+    """Every table of the mesh (the domains' products and the dbt models), for the step's readiness, grants
+    and masks."""
     from mesh_assets.dbt.catalog import dbt_tables
     from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.graph.isolate import catalog_tables, discover_all
     from mesh_assets.graph.resolve import MeshGraph
-    from mesh_assets.model.product import Input
-    from mesh_assets.run.readiness import landed_keys, unready
 
     settings = mesh.settings
     entries = discover_all(settings.domains_dir, settings.home, settings.discovery_timeout_seconds)
     defaults = domains_defaults(settings.domains_dir)
-    graph = MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=defaults)])
+    return MeshGraph({}, [*catalog_tables(entries), *dbt_tables(defaults=defaults)])
+
+
+def unready_models(
+    context: dg.AssetExecutionContext, mesh: MeshResource, graph: "MeshGraph"
+) -> dict[dg.AssetKey, dict[str | None, list[str]]]:
+    """Per selected model, the run's partitions whose inputs from outside the dbt assets (the platform's
+    tables: dbt sources) are not published or have not passed their blocking checks, or, read whole, are older
+    than the model's domain allows (``input_freshness_hours`` in its ``domain.yaml``, else its tier's in
+    ``domains/tiers.yaml``), with the reasons."""
+    from mesh_assets.graph.defaults import domains_defaults
+    from mesh_assets.model.product import Input
+    from mesh_assets.run.readiness import landed_keys, unready
+
+    defaults = domains_defaults(mesh.settings.domains_dir)
     own = set(context.assets_def.keys)
     rng = context.partition_key_range
     part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
@@ -119,7 +133,7 @@ def unready_models(
                 )
             reads.append((Input(table=".".join(dep.path)), info))
         domain = defaults.get(key.path[0]) if len(key.path) == 2 else None
-        hours = domain.input_freshness_hours if domain is not None else None
+        hours = domain.under({}).get("input_freshness_hours") if domain is not None else None  # or its tier's
         if found := unready(context.instance, reads, part, landed=landed_keys(mesh), default_hours=hours):
             out[key] = found
     return out
@@ -195,10 +209,17 @@ def _dbt_models(
             from mesh_assets.dbt.publish import publish_models, refuse_past_ranges
 
             full_refresh = config.full_refresh or rebuild_requested(context.run.tags)
-            unready = unready_models(context, mesh)
+            domain = sorted(context.selected_asset_keys)[0].path[0]  # a location's models are its domain's
+            identify_run(context, mesh.settings, domain)
+            graph = mesh_tables(mesh)
+            unready = unready_models(context, mesh, graph)
             specs = context.assets_def.specs_by_key
             selected = {specs[key].metadata[UNIQUE_ID] for key in context.selected_asset_keys}
             register_tables(mesh, manifest, selected)  # creates Mesh's session first: dbt reuses it
+            try:
+                use_identity(mesh.spark, mesh.settings, domain)  # its writes with its domain's storage keys
+            except Refused as exc:
+                raise dg.Failure(description=exc.description) from None
             # dbt-spark turns ANSI mode off on the session it shares; its models are written for that, and the
             # products run after them in this process must get the session back as it was.
             with scoped_conf(mesh.spark, DBT_SESSION_CONF):
@@ -214,7 +235,13 @@ def _dbt_models(
                 )
                 refuse_past_ranges(context, manifest, models, full_refresh=full_refresh)
                 yield from publish_models(
-                    context, mesh, models, full_refresh=full_refresh, unready=unready, nodes=manifest["nodes"]
+                    context,
+                    mesh,
+                    models,
+                    full_refresh=full_refresh,
+                    unready=unready,
+                    nodes=manifest["nodes"],
+                    tables=graph,
                 )
 
     return dbt_models

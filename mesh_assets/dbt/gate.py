@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot.errors import ParseError
 
+from mesh_assets.dbt.access import Tables, readable_sql
 from mesh_assets.dbt.audit import TestOutcome, audit
 from mesh_assets.dbt.compiled import DbtModel
 from mesh_assets.dbt.nodes import DBT_GRAIN
@@ -82,13 +83,14 @@ def _each_partition(outcomes: list[TestOutcome], keys: list[str]) -> list[TestOu
     return [dataclasses.replace(o, partition=key) for o in outcomes for key in keys]
 
 
-def _query(spark: SparkSession, model: DbtModel) -> DataFrame:
+def _query(spark: SparkSession, registry: TableRegistry, model: DbtModel, tables: Tables | None) -> DataFrame:
+    """The model's rows, other domains' tables read as it may see them (:mod:`mesh_assets.dbt.access`)."""
     assert model.sql is not None
     try:
         parse_query(model.sql)
     except (NotAQuery, ParseError) as exc:
         raise dg.Failure(description=f"dbt model {model.ref} did not compile to one query: {exc}") from None
-    df = spark.sql(model.sql)
+    df = spark.sql(readable_sql(spark, registry, model, tables) if tables is not None else model.sql)
     column = model.partition_column
     if model.kind.per_partition and column in df.columns:
         raise dg.Failure(
@@ -122,9 +124,11 @@ def gate_model(
     full_refresh: bool,
     commit_info: dict[str, str],
     unready: Mapping[str | None, list[str]] | None = None,
+    tables: Tables | None = None,
 ) -> ModelRun:
-    """Compute, stage, test and publish ``model`` for ``part``; parents are the run's models it reads, and
-    ``unready`` the partitions whose inputs from outside the run are not published or not checked."""
+    """Compute, stage, test and publish ``model`` for ``part``; parents are the run's models it reads,
+    ``unready`` the partitions whose inputs from outside the run are not published or not checked, and
+    ``tables`` the mesh's, whose grants and masks the model's reads of other domains follow."""
     keys = part.keys()
     if model.sql is None:
         return check_published(spark, registry, model, keys)
@@ -138,7 +142,7 @@ def gate_model(
         blocked = {key: reasons for key in keys}
     if len(blocked) == len(keys):
         return ModelRun(model, keys, blocked=blocked)
-    df = _query(spark, model)
+    df = _query(spark, registry, model, tables)
     column = model.partition_column
     if blocked:
         assert column is not None

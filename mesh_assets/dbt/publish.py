@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.checks.results import run_targets
+from mesh_assets.dbt.access import Tables
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.catalog import dbt_tables
 from mesh_assets.dbt.compiled import DbtModel
@@ -123,11 +124,13 @@ def publish_models(
     full_refresh: bool,
     unready: Mapping[dg.AssetKey, Mapping[str | None, list[str]]],
     nodes: Mapping[str, Mapping[str, Any]],
+    tables: Tables | None = None,
 ) -> Iterator[Any]:
     """Gate and publish ``models`` (in dbt's order) for the run's partitions; fail naming what was refused.
 
     ``unready`` holds, per model, the partitions whose inputs from outside the run are not ready; ``nodes`` the
-    manifest's nodes by unique id (owner and file of each model's lineage events)."""
+    manifest's nodes by unique id (owner and file of each model's lineage events); ``tables`` the mesh's, whose
+    grants and masks the models' reads of other domains follow."""
     keys = context.partition_key_range
     part = PartitionRange.from_keys(DBT_GRAIN, keys.start, keys.end)
     window = f"{keys.start}..{keys.end}"
@@ -144,6 +147,7 @@ def publish_models(
                     full_refresh=full_refresh,
                     commit_info={"dagster_run_id": context.run.run_id},
                     unready=unready.get(model.key),
+                    tables=tables,
                 )
             except Exception as exc:
                 earlier = [line for done in runs.values() for line in problems(done)]

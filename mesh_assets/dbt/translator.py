@@ -8,7 +8,8 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtProject
 
-from mesh_assets.automation.conditions import dbt_model_condition
+from mesh_assets.automation.conditions import DBT_LABEL, dbt_model_condition
+from mesh_assets.automation.pause import NotPaused
 from mesh_assets.dbt.nodes import is_model, model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.kinds import REPLAY, Replay
@@ -89,7 +90,10 @@ class MeshDbtTranslator(DagsterDbtTranslator):
         spec = super().get_asset_spec(manifest, unique_id, project)
         props = self.get_resource_props(manifest, unique_id)
         if is_model(props):
-            spec = spec.replace_attributes(kinds=DBT_KINDS)
+            own = (model_domain(props), str(node_meta(props).get("product") or model_domain(props)))
+            held = NotPaused(own, (), tables=(dep.asset_key for dep in spec.deps))  # mesh pause, as products
+            condition = (spec.automation_condition & held).with_label(DBT_LABEL) if spec.automation_condition else None
+            spec = spec.replace_attributes(kinds=DBT_KINDS, automation_condition=condition)
         return spec
 
     def get_asset_check_spec(

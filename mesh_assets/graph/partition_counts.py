@@ -25,12 +25,13 @@ def partition_count(table: Table, now: datetime) -> int:
     up to the last complete one (or its end date), times its regions."""
     if not table.grain.partitioned:
         return 0
-    assert table.grain.step is not None
-    last = table.grain.floor(now)
+    grain = table.grain
+    last = grain.floor(now)
     if table.end_date is not None:
         last = min(last, midnight(table.end_date))
-    elapsed = last - midnight(table.start_date)
-    return max(0, elapsed // table.grain.step) * max(1, len(table.regions))
+    first = grain.floor(midnight(table.start_date))
+    first = first if first == midnight(table.start_date) else grain.next(first)  # Dagster's first full partition
+    return grain.count_between(first, last) * max(1, len(table.regions))
 
 
 def partition_count_warnings(
@@ -43,8 +44,7 @@ def partition_count_warnings(
         count = partition_count(table, now)
         if count <= limit:
             continue
-        assert table.grain.step is not None
-        latest_start = table.grain.floor(now) - table.grain.step * (limit // max(1, len(table.regions)))
+        latest_start = table.grain.shift(now, -(limit // max(1, len(table.regions))))
         first_day = latest_start.date() + (latest_start != midnight(latest_start.date())) * timedelta(days=1)
         warnings.append(
             SpecError(

@@ -74,6 +74,8 @@ class DeclaredInput:
     """The window's size (``last``, ``previous``): with ``window``, the partition mapping, known without code."""
     watermark: str | None = None
     """The column whose maximum must reach the output partition's end (a whole read), if any."""
+    min_complete: float | None = None
+    """The share of the window that lets a partition run without the rest, if declared."""
     region: str | None = None
     """The one region it reads of a table partitioned by date and region, if it names one."""
 
@@ -344,6 +346,7 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     inp.version,
                     inp.window.n,
                     inp.watermark,
+                    inp.min_complete,
                     inp.region,
                 )
                 for name, inp in t.inputs.items()

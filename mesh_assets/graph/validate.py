@@ -95,15 +95,26 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
         elif inp.watermark and not whole:
             err(inp, ".watermark", f"{ref} is read by partition: a watermark applies to a table read whole ('all')")
         one_region = _region_problems(table, info, inp, ref, err)
-        if info.regions and not one_region and (inp.window == "last" or table.grain is Grain.HOURLY):
+        if info.regions and ((not one_region and inp.window == "last") or table.grain is not Grain.DAILY):
             err(
                 inp,
                 ".window",
                 f"{ref} is partitioned by date and region; a daily output reads it by 'same' (a day's regions) "
                 "or 'all'",
             )
-        if table.grain is Grain.DAILY and info.grain is Grain.HOURLY and inp.window == "last":
-            err(inp, ".window", "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'")
+        if not whole and info.grain.finer_than(table.grain) and not info.grain.nests_in(table.grain):
+            err(
+                inp,
+                ".window",
+                f"{ref} is {info.grain} and {table.name} is {table.grain}: its partitions do not fit whole in "
+                f"{table.name}'s, so a rollup would read some twice; read a finer table (daily) or use window 'all'",
+            )
+        if inp.min_complete is not None and (whole or unpartitioned):
+            err(
+                inp,
+                ".min_complete",
+                f"min_complete accepts part of a window of partitions; {unpartitioned or ref} is read whole",
+            )
         if (problem := _outlives(table, info, inp.window)) is not None:
             err(inp, "", problem)
     return errors

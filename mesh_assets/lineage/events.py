@@ -33,6 +33,7 @@ from openlineage.client.facet_v2 import (
     test_run,
 )
 
+from mesh_assets.engine.identity import RunIdentity
 from mesh_assets.lineage import facets as std
 from mesh_assets.lineage.plan import ColumnSources, normalize
 
@@ -79,6 +80,20 @@ class MeshUndeclaredReadsRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return f"{SCHEMA_BASE}#/$defs/MeshUndeclaredReadsRunFacet"
+
+
+@attr.define
+class MeshIdentityRunFacet(RunFacet):
+    """Whose identity ran the run (custom facet): the domain, and whose storage keys it wrote with (``domain``:
+    its own, read from the variable ``accessKeyVariable``; ``deployment``: the deployment's). Never a key."""
+
+    domain: str
+    storage: str
+    accessKeyVariable: str | None = attr.field(default=None)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return f"{SCHEMA_BASE}#/$defs/MeshIdentityRunFacet"
 
 
 @attr.define
@@ -152,6 +167,8 @@ class RunDescription:
     "ASSET")`` for a plain Dagster asset."""
     namespace_prefix: str = ""
     """``lineage.namespace_prefix``: before the namespaces Mesh names (jobs, the Dagster parent, symlinks)."""
+    identity: RunIdentity | None = None
+    """Whose identity ran the run: the ``mesh_identity`` facet."""
 
     STATES: ClassVar[dict[str, RunState]] = {
         "START": RunState.START,
@@ -192,6 +209,11 @@ def _run_facets(d: RunDescription, error: BaseException | None) -> dict[str, Any
     if d.partitions:
         kind, start, end, keys = d.partitions
         facets["mesh_partitions"] = MeshPartitionsRunFacet(kind=kind, start=start, end=end, keys=keys)
+    if d.identity is not None:
+        i = d.identity
+        facets["mesh_identity"] = MeshIdentityRunFacet(
+            domain=i.domain, storage=i.storage, accessKeyVariable=i.access_key_env
+        )
     if d.undeclared:
         facets["mesh_undeclaredReads"] = MeshUndeclaredReadsRunFacet(
             datasets=[dict(zip(("namespace", "name"), dataset_name(p), strict=True)) for p in d.undeclared],

@@ -20,11 +20,14 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from mesh_assets.engine.identity import identify_run, run_identity, use_identity
 from mesh_assets.lineage.capture import read_locations, table_name
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 from mesh_assets.lineage.plan import normalize
 from mesh_assets.lineage.run import spark_version
+from mesh_assets.model.errors import Refused
+from mesh_assets.model.grain import Grain
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.pyspark import MeshPySparkResource
@@ -37,8 +40,6 @@ if TYPE_CHECKING:
     from mesh_assets.storage.tables import TableRegistry
 
 JOB_TYPE = ("DAGSTER", "ASSET")
-KINDS = {"0 0 * * *": "daily", "0 * * * *": "hourly"}
-"""Mesh's names of the Dagster partitions a plain asset may have, by their cron schedule."""
 
 
 @dataclass
@@ -63,8 +64,12 @@ def _location(registry: TableRegistry, key: dg.AssetKey) -> str | None:
 
 
 def _kind(partitions: dg.PartitionsDefinition | None) -> str:
+    """Mesh's name of a plain asset's partitions (its grain's: ``daily``, ``15min``), else Dagster's."""
     if isinstance(partitions, dg.TimeWindowPartitionsDefinition):
-        return KINDS.get(partitions.cron_schedule, partitions.cron_schedule)
+        try:
+            return Grain.of_partitions(partitions).name
+        except ValueError:  # a schedule no grain has
+            return partitions.cron_schedule
     return type(partitions).__name__
 
 
@@ -99,6 +104,7 @@ def _describe(context: dg.AssetExecutionContext, mesh: MeshResource) -> tuple[Ru
         table_names={normalize(loc): ref for loc, ref in inputs.items()},
         job_type=JOB_TYPE,
         namespace_prefix=mesh.settings.lineage.namespace_prefix,
+        identity=run_identity(mesh.settings, own[0]),
     )
     return description, outputs
 
@@ -118,6 +124,11 @@ def opened(mesh: MeshResource) -> PlainRun | None:
     except Exception as exc:  # lineage never fails the asset's run
         context.log.warning(f"OpenLineage disabled for this run: {type(exc).__name__}: {exc}")
         return None
+    try:  # the run names its domain, whose storage keys the session writes with
+        identify_run(context, mesh.settings, description.domain)
+        use_identity(mesh.spark, mesh.settings, description.domain)
+    except Refused as exc:
+        raise dg.Failure(description=exc.description) from None
     run = _OPEN[key] = PlainRun(description, client, mesh, outputs)
     emit(client, build_event("START", description), context.log.warning)
     return run

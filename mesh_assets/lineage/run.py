@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from openlineage.client.facet_v2 import test_run
 
+from mesh_assets.engine.identity import run_identity
 from mesh_assets.lineage.emit import emit, make_client
 from mesh_assets.lineage.events import RunDescription, build_event
 from mesh_assets.lineage.plan import normalize
@@ -98,8 +99,7 @@ def window(grain: Grain, start: str, end: str) -> tuple[datetime, datetime] | No
         rng = PartitionRange.from_keys(grain, start, end)
     except ValueError:
         return None
-    assert rng.grain.step is not None
-    return rng.start, rng.end + rng.grain.step
+    return rng.start, rng.end_excluded()
 
 
 def describe_run(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node) -> RunDescription:
@@ -144,6 +144,7 @@ def run_events(log: Any, settings: MeshSettings, description: RunDescription) ->
     """Emit START now, COMPLETE when the block ends normally, FAIL (with the error) when it raises; the block
     fills ``description`` in with what the run did."""
     description.namespace_prefix = settings.lineage.namespace_prefix
+    description.identity = description.identity or run_identity(settings, description.domain)
     try:
         client = make_client(settings)
     except ValueError as exc:

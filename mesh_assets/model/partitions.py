@@ -58,18 +58,15 @@ class PartitionRange:
 
     def bounds(self, value: datetime) -> tuple[datetime, datetime]:
         """``[start, end)`` in UTC of the partition ``value`` names: a region's local day, else the grain's step."""
-        assert self.grain.step is not None
         if self.zone is not None:
             return local_day(utc(value).date(), self.zone)
-        return utc(value), utc(value) + self.grain.step
+        return utc(value), self.grain.next(utc(value))
 
     def values(self) -> list[datetime]:
-        step = self.grain.step
-        assert step is not None
         out, current = [], self.start
         while current <= self.end:
             out.append(current)
-            current += step
+            current = self.grain.next(current)
         return out
 
     def describe(self) -> str:
@@ -82,29 +79,29 @@ class PartitionRange:
 
     def widen(self, lookback: int) -> PartitionRange:
         """The range extended ``lookback`` partitions into the past (a ``last N`` window)."""
-        step = self.grain.step
-        assert step is not None
-        return replace(self, start=self.start - lookback * step)
+        return replace(self, start=self.grain.shift(self.start, -lookback))
 
     def before(self, count: int) -> PartitionRange:
         """The ``count`` partitions before each partition of the range, together (a ``previous`` window):
         ``start - count`` .. ``end - 1``."""
-        step = self.grain.step
-        assert step is not None
-        return replace(self, start=self.start - count * step, end=self.end - step)
+        return replace(self, start=self.grain.shift(self.start, -count), end=self.grain.previous(self.end))
 
     def as_grain(self, grain: Grain) -> PartitionRange:
-        """The same time span in partitions of ``grain`` (a day's 24 hours, or an hour's day); a region's local
-        days in UTC partitions: the hours from its first local midnight to its last (23 or 25 a day across a
-        daylight-saving change), or the UTC days they touch."""
+        """The same time span in partitions of ``grain`` (a day's 24 hours, a week's 7 days, or an hour's day); a
+        region's local days in UTC partitions: the hours from its first local midnight to its last (23 or 25 a day
+        across a daylight-saving change), or the UTC days they touch."""
         if self.zone is not None:
             first, last = self.bounds(self.start)[0], self.bounds(self.end)[1] - timedelta(microseconds=1)
             return PartitionRange(grain, grain.floor(first), grain.floor(last))
         if grain is self.grain:
             return self
-        if grain.step is not None and self.grain.step is not None and grain.step < self.grain.step:
-            return PartitionRange(grain, self.start, grain.last_within(self.end, self.grain))
+        if grain.finer_than(self.grain):
+            return PartitionRange(grain, grain.floor(self.start), grain.last_within(self.end, self.grain))
         return PartitionRange(grain, grain.floor(self.start), grain.floor(self.end))
+
+    def end_excluded(self) -> datetime:
+        """Where the range's last partition ends: the start of the partition after it."""
+        return self.grain.next(self.end)
 
     def literal(self, value: datetime) -> date | datetime:
         """The Python value Spark compares the partition column with (see :meth:`Grain.literal`)."""
@@ -151,7 +148,7 @@ def ranges_of_regions(
         values = sorted(set(dates[region]))
         while values:
             run = 1
-            while run < len(values) and values[run] - values[run - 1] == grain.step:
+            while run < len(values) and values[run] == grain.next(values[run - 1]):
                 run += 1
             ranges.append(PartitionRange(grain, values[0], values[run - 1], region=region, zone=zone))
             values = values[run:]

@@ -67,6 +67,10 @@ class Input(Strict):
     Read whole (``window: all``, an unpartitioned table): the oldest the table may be, counted from when it was
     last published (or observed, for an external table); an older one refuses the run."""
     timeout_hours: float | None = Field(default=None, gt=0)
+    min_complete: float | None = Field(default=None, gt=0, le=1)
+    """Read partition by partition: the share of the window's input partitions (published, blocking checks
+    passed) that lets a partition be computed without the rest (``0.95``: a rollup of 96 quarter hours runs with
+    92); the missing keys are recorded on its materialization. Unset: every partition of the window."""
     watermark: Identifier | None = None
     """Read whole: a column whose maximum must reach the end of the output partition being computed (a date
     column its last day, a timestamp its end), or the run is refused: a snapshot landed on time but behind."""

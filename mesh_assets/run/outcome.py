@@ -34,6 +34,8 @@ class RunOutcome:
     """Output column -> the (location, column) pairs it is computed from; ``None`` when not observable."""
     blocked: dict[str | None, list[str]] = field(default_factory=dict)
     """Partitions not computed because an input partition they read is not published or not checked."""
+    incomplete: dict[str | None, dict[str, list[str]]] = field(default_factory=dict)
+    """Partitions computed from an incomplete window (``min_complete``): input table -> the keys missing."""
 
 
 def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
@@ -60,6 +62,7 @@ def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
         undeclared_reads=tuple(sorted({r for o in outcomes for r in o.undeclared_reads})),
         undeclared_names=tuple(sorted({n for o in outcomes for n in o.undeclared_names})),
         blocked={k: v for o in outcomes for k, v in o.blocked.items()},
+        incomplete={k: v for o in outcomes for k, v in o.incomplete.items()},
     )
 
 
@@ -81,6 +84,7 @@ def in_dagster_keys(outcome: RunOutcome) -> RunOutcome:
         outcomes=[replace(o, partition=key(o.partition)) for o in outcome.outcomes],
         failed={key(k): v for k, v in outcome.failed.items()},
         blocked={key(k): v for k, v in outcome.blocked.items()},
+        incomplete={key(k): v for k, v in outcome.incomplete.items()},
     )
 
 

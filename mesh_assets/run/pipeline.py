@@ -12,10 +12,12 @@ engine mode is ``submit`` (:mod:`mesh_assets.run.submit`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import dagster as dg
 
+from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.errors import Refused
 from mesh_assets.model.kinds import Replay
@@ -26,7 +28,7 @@ from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.layers import records_for
 from mesh_assets.run.outcome import RunOutcome, in_dagster_keys, merged
-from mesh_assets.run.readiness import landed_keys, table_watermarks, unready_partitions
+from mesh_assets.run.readiness import Partial, landed_keys, table_watermarks, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.run.replay import refuse_out_of_order
 from mesh_assets.settings import EngineMode, MeshSettings
@@ -120,8 +122,9 @@ def _run(
 ) -> RunOutcome:
     watermark = table_watermarks(mesh.registry.location, mesh.settings.s3)
     records = records_for(context.instance, mesh.environment)
+    partial: Partial = {}
     blocked = unready_partitions(
-        context.instance, node, part, earlier or (), landed_keys(mesh), watermark, records=records
+        context.instance, node, part, earlier or (), landed_keys(mesh), watermark, records=records, partial=partial
     )
     runnable = [part.single(v) for v in part.values() if part.grain.key(v) not in blocked] if part else []
     if blocked and not runnable:
@@ -139,15 +142,19 @@ def _run(
     if engine_mode(node, settings) is EngineMode.SUBMIT and settings.environment is None:  # an environment runs here
         from mesh_assets.run.submit import launch
 
-        return launch(context, mesh, node, plan)
-    return run_body(mesh.spark, mesh.registry, node, plan, context.log)
+        outcome = launch(context, mesh, node, plan)
+    else:
+        use_identity(mesh.spark, settings, node.domain)  # its writes with its domain's storage keys
+        outcome = run_body(mesh.spark, mesh.registry, node, plan, context.log)
+    return replace(outcome, incomplete=partial) if partial else outcome
 
 
 def execute(
     context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, consumers: tuple[str, ...]
 ) -> Iterator[Any]:
     """The asset's body: the run with its hooks (lineage), then its events; a classified output's errors
-    reach them without row values."""
+    reach them without row values; the run is tagged with the domain whose identity ran it."""
+    identify_run(context, mesh.settings, node.domain)
     with run_hooks(context, mesh, node) as hooks, step_failures(node.table):
         outcome = run_output(context, mesh, node, consumers)
         hooks.finished(outcome)

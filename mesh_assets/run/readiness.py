@@ -19,6 +19,7 @@ once, how to have it observed (:func:`observe_hint`): a partition that landed a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,8 @@ NOT_OBSERVED = "not observed yet by"
 Landed = Callable[[Table], set[str] | None]
 """The partition keys an external table's files hold now (None: unknown), whether observed or not."""
 Watermark = Callable[[Table, str], "date | datetime | None"]
+Partial = dict[str | None, dict[str, list[str]]]
+"""Output partitions computed from an incomplete window (``min_complete``): input table -> the keys missing."""
 """A table's maximum value of a column now (None: an empty table, or no such column)."""
 
 
@@ -155,7 +158,6 @@ class _Input:
     def problems(self, keys: list[str] | None, earlier: set[str]) -> list[str]:
         """Why the input partitions ``keys`` (None: the whole table) may not be read yet; ``earlier`` are
         partitions this run itself published before (a product's own past, computed in order)."""
-        ref = self.upstream.ref
         keys = None if keys is None else [k for k in keys if k not in earlier]
         if keys == []:
             return []
@@ -163,17 +165,31 @@ class _Input:
             return self._never_published(keys)
         if keys is None:
             return self._whole_table_problems()
-        out = []
-        for key in keys:
-            if key not in self.published:
-                out.append(f"{ref} {key} ({self._unpublished(key)})")
-                continue
-            out += [
-                f"{ref} {key} ({why})"
-                for name in self.check_names
-                if (why := _check_problem(self.checks.get((name, key)), name))
-            ]
-        return out
+        return [problem for key in keys for problem in self.key_problems(key)]
+
+    def key_problems(self, key: str) -> list[str]:
+        """Why the input partition ``key`` may not be read yet: not published, or a blocking check not passed."""
+        ref = self.upstream.ref
+        if key not in self.published:
+            return [f"{ref} {key} ({self._unpublished(key)})"]
+        return [
+            f"{ref} {key} ({why})"
+            for name in self.check_names
+            if (why := _check_problem(self.checks.get((name, key)), name))
+        ]
+
+    def partial(self, keys: list[str], earlier: set[str], share: float) -> tuple[list[str], list[str]]:
+        """A window read with ``min_complete``: (why it may not be read, the keys it is read without). It is read
+        when at least ``share`` of ``keys`` are ready; else every unready key is named, and the count."""
+        unready = {k: why for k in keys if k not in earlier and (why := self.key_problems(k))}
+        needed = math.ceil(share * len(keys) - 1e-9)
+        if len(keys) - len(unready) >= needed:
+            return [], sorted(unready)
+        problems = [p for why in unready.values() for p in why]
+        ready = len(keys) - len(unready)
+        share_text = f"{ready} of {len(keys)} partitions ready; min_complete {share} needs {needed}"
+        problems.append(f"{self.upstream.ref} ({share_text})")
+        return problems, []
 
     def stale(self, output: PartitionRange | None, now: datetime, watermark: Watermark | None) -> list[str]:
         """Why the table, read whole for ``output``, is too old: older than its freshness limit, or its
@@ -194,14 +210,14 @@ class _Input:
     def _behind(self, output: PartitionRange, watermark: Watermark) -> list[str]:
         """Why the watermark column has not reached the end of ``output`` (a date: its last day)."""
         column, ref = self.watermark_column, self.upstream.ref
-        assert column is not None and output.grain.step is not None
+        assert column is not None
         if self._watermark is None:
             try:
                 self._watermark = (watermark(self.upstream, column), None)
             except Exception as exc:  # an unreadable log or an unknown column refuses, saying why
                 self._watermark = (None, f"{type(exc).__name__}: {exc}")
         value, error = self._watermark
-        end = output.end + output.grain.step
+        end = output.end_excluded()
         if error is not None:
             return [f"{ref} (watermark {column} unreadable: {error})"]
         if value is None:
@@ -264,10 +280,12 @@ def unready_partitions(
     watermark: Watermark | None = None,
     *,
     records: Callable[[Table], Any] | None = None,
+    partial: Partial | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) of ``node`` that may not be computed, with reasons;
     ``earlier``: its own partitions this run already published (read by a ``previous`` window); ``records``: whose
-    records stand for each input (an environment's, :mod:`mesh_assets.run.layers`), else ``instance``'s."""
+    records stand for each input (an environment's, :mod:`mesh_assets.run.layers`), else ``instance``'s;
+    ``partial`` receives the windows accepted incomplete by ``min_complete`` (see :func:`unready`)."""
     reads = [(read.input, read.table) for read in node.reads]
     return unready(
         instance,
@@ -278,6 +296,7 @@ def unready_partitions(
         watermark=watermark,
         default_hours=node.product.input_freshness_hours,
         records=records,
+        partial=partial,
     )
 
 
@@ -292,8 +311,13 @@ def unready(
     default_hours: float | None = None,
     now: datetime | None = None,
     records: Callable[[Table], Any] | None = None,
+    partial: Partial | None = None,
 ) -> dict[str | None, list[str]]:
     """Output partitions (``None`` when unpartitioned) that may not be computed from ``reads``, with reasons.
+
+    An input with ``min_complete`` lets a partition through when that share of its window is ready; the keys
+    it goes without are added to ``partial`` (output key -> input table -> keys) when given, for the run to
+    record on the partition's materialization.
 
     A table read whole is judged by its age (``freshness_hours``, else ``default_hours``) at ``now`` (default:
     the present) and, with a ``watermark`` column, by that column's maximum (read through ``watermark``).
@@ -311,7 +335,13 @@ def unready(
         every = None if any(k is None for _, k in windows.values()) else {k for _, ks in windows.values() for k in ks}
         known = _Input(records(upstream) if records else instance, inp, upstream, every, landed, default_hours)
         for output_key, (output, keys) in windows.items():
-            problems = known.problems(keys, done if inp.window.skips_current else set())
+            earlier_keys = done if inp.window.skips_current else set()
+            if inp.min_complete is not None and keys:
+                problems, missing = known.partial(keys, earlier_keys, inp.min_complete)
+                if missing and partial is not None:
+                    partial.setdefault(output_key, {})[upstream.ref] = missing
+            else:
+                problems = known.problems(keys, earlier_keys)
             if keys is None and not problems and known.ever_published:
                 problems = known.stale(output, now, watermark)
             if problems:

@@ -72,6 +72,13 @@ def data_version(version: int) -> dg.DataVersion:
     return dg.DataVersion(f"delta-v{version}")
 
 
+def incomplete_metadata(outcome: RunOutcome, partition: str | None) -> dict[str, Any]:
+    """``incomplete_inputs``: the input partitions a partition was computed without (accepted by
+    ``min_complete``), by input table; nothing for a partition computed from its whole window."""
+    missing = outcome.incomplete.get(partition)
+    return {"incomplete_inputs": dg.MetadataValue.json(missing)} if missing else {}
+
+
 def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
     """(the refused partitions, ``-`` for an unpartitioned table; why, one line per check or partition)."""
     problems = [o.describe() for failed in outcome.failed.values() for o in failed]
@@ -97,9 +104,8 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
         published = list(result.partition_rows.items()) if result else []
         tags = {DATA_VERSION_TAG: data_version(result.version).value} if result else {}
         for partition, rows in published:
-            yield dg.AssetMaterialization(
-                asset_key=key, partition=partition, metadata={**common, "dagster/row_count": rows}, tags=tags
-            )
+            metadata = {**common, "dagster/row_count": rows, **incomplete_metadata(outcome, partition)}
+            yield dg.AssetMaterialization(asset_key=key, partition=partition, metadata=metadata, tags=tags)
         targets = run_targets(context.instance, key, run_id, [p for p, _ in published]) if published else {}
         for check_outcome in outcome.outcomes:
             context.log_event(evaluation(key, check_outcome, targets.get(check_outcome.partition)))
@@ -114,7 +120,8 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
         )
     assert result is not None
     for partition, rows in result.partition_rows.items():
-        context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+        metadata = {"dagster/row_count": rows, **incomplete_metadata(outcome, partition)}
+        context.add_asset_metadata(metadata, asset_key=key, partition_key=partition)
     if outcome.part is None:
         common["dagster/row_count"] = result.rows
     elif len(result.partition_rows) > 1:

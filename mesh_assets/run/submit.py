@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.compat import end_typed_event_stream
+from mesh_assets.engine.identity import domain_environ
 from mesh_assets.engine.submit import submit_command, submit_env
 from mesh_assets.graph.catalog import table_json
 from mesh_assets.graph.discovery import domain_folder
@@ -67,7 +68,7 @@ def launch(context: dg.AssetExecutionContext, mesh: MeshResource, node: Node, pl
                 f"with spark-submit and needs a cluster's master, not Spark Connect's {settings.spark.master}"
             )
         command = submit_command(settings, f"mesh {node.table.ref} {context.run.run_id[:8]}", APPLICATION)
-        client = dg.PipesSubprocessClient(env=submit_env())
+        client = dg.PipesSubprocessClient(env={**submit_env(), **domain_environ(settings, node.domain)})
         invocation = client.run(context=context, command=command, extras=request)
     end_typed_event_stream(context)  # the events are recorded per partition, as a local run records them
     return reported_outcome(invocation.get_custom_messages(), node, plan.part)

@@ -95,7 +95,7 @@ def _dates_predicate(
         col = f"{check_identifier(alias)}`.`{col}"
     values = sorted(only) if only is not None else partitions.values()
     grain = partitions.grain
-    contiguous = all(b - a == grain.step for a, b in itertools.pairwise(values))
+    contiguous = all(grain.next(a) == b for a, b in itertools.pairwise(values))
     if contiguous and values:
         return f"`{col} >= {grain.sql_literal(values[0])} AND `{col} <= {grain.sql_literal(values[-1])}"
     return f"`{col} IN ({', '.join(grain.sql_literal(v) for v in values)})"
@@ -122,10 +122,23 @@ def failure_cause(exc: BaseException) -> str:
     return str(cause.toString())
 
 
+def _denied(exc: BaseException) -> bool:
+    """Whether the storage refused the write's keys somewhere in its chain of causes (s3a's 403, a file system's
+    permission), however deep Spark wrapped it: the object store's own exception, innermost, is not an I/O one."""
+    cause = getattr(exc, "java_exception", None)
+    for _ in range(32):
+        if cause is None:
+            return False
+        if cause.getClass().getName() == "java.nio.file.AccessDeniedException":
+            return True
+        cause = cause.getCause()
+    return False
+
+
 def _about_storage(exc: BaseException) -> bool:
     """Whether a write failed for its storage: a conflict, or an I/O error (``java.io.IOException`` and its
     kind: a full disk, a denied bucket), rather than for rows Spark could not compute."""
-    if isinstance(exc, CONFLICTS):
+    if isinstance(exc, CONFLICTS) or _denied(exc):
         return True
     cause = _innermost(exc)
     kind = cause.getClass() if cause is not None else None

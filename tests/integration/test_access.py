@@ -6,23 +6,31 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Iterator
 from datetime import date
 from hashlib import sha256
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 from delta.tables import DeltaTable
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
+from mesh_assets.dbt import build_dbt_assets, dbt_resource, prepare
 from mesh_assets.definitions import build_definitions
+from mesh_assets.engine.identity import IDENTITY_TAG
+from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.settings import get_settings
 
 pytestmark = pytest.mark.spark
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "access" / "domains"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "access" / "domains"
 DAY = "2024-01-02"
 
 
@@ -162,3 +170,91 @@ def test_temporary_views_and_the_cache_are_not_writes(spark, world):
         1,
         2,
     ]
+
+
+def test_a_run_names_the_domain_whose_identity_ran_it(spark, world):
+    """The run's tag and its lineage's ``mesh_identity`` facet name the domain, and whose storage keys it used."""
+    instance = world[1]
+    result = _run(world, "hb", "staff_view")
+    assert result.success
+    assert instance.get_run_by_id(result.run_id).tags[IDENTITY_TAG] == "hb"
+    events = [
+        e
+        for e in read_events(get_settings().lineage_dir)
+        if e["job"]["name"] == "hb.staff_view" and e["run"]["facets"]["parent"]["run"]["runId"] == result.run_id
+    ]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    for event in events:
+        facet = event["run"]["facets"]["mesh_identity"]
+        assert (facet["domain"], facet["storage"]) == ("hb", "deployment")
+        assert facet["_schemaURL"].endswith("lineage-facets.json#/$defs/MeshIdentityRunFacet")
+
+
+HB_SOURCES = """version: 2
+sources:
+  - name: ha
+    schema: ha
+    config: {meta: {domain: ha}}
+    tables: [{name: staff}]
+"""
+
+
+@pytest.fixture(scope="module")
+def hb_models(world, tmp_path_factory) -> Iterator[dg.AssetsDefinition]:
+    """hb's dbt models over ha's tables: one reads ha.staff (granted, pii masked for hb) as a source, one names
+    ha.salaries (granted to no one) in its SQL; prepared, with this mesh's domains in the settings."""
+    project = tmp_path_factory.mktemp("dbt") / "dbt_project"
+    shutil.copytree(ROOT / "dbt_project", project, ignore=shutil.ignore_patterns("target", "logs", "models"))
+    config = yaml.safe_load((project / "dbt_project.yml").read_text())
+    folder = {"+schema": "hb", "+location_root": "{{ env_var('MESH_DBT_WAREHOUSE', 'spark-warehouse') }}/hb"}
+    folder |= {"+meta": {"domain": "hb"}, "+materialized": "incremental", "+incremental_strategy": "replace_where"}
+    folder |= {"+partition_by": ["p_date"], "+on_schema_change": "fail"}
+    config["models"] = {"mesh_dbt": {"+file_format": "delta", "hb": folder}}
+    (project / "dbt_project.yml").write_text(yaml.safe_dump(config))
+    models = project / "models" / "hb"
+    models.mkdir(parents=True)
+    (models / "sources.yml").write_text(HB_SOURCES)
+    window = "WHERE {{ mesh_window('p_date') }}"
+    (models / "staff_contacts.sql").write_text(
+        f"SELECT id, email, phone, p_date FROM {{{{ source('ha', 'staff') }}}} {window}"
+    )
+    (models / "salary_peek.sql").write_text(f"SELECT id, amount, p_date FROM ha.salaries {window}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MESH_DBT_PROJECT_DIR", str(project))
+        patch.setenv("MESH_DOMAINS_DIR", str(FIXTURE))
+        get_settings.cache_clear()
+        prepare(world[0].registry.warehouse)
+        [hb] = build_dbt_assets("hb", domains_defaults(FIXTURE))
+        yield hb
+    get_settings.cache_clear()
+
+
+def _run_dbt(world, models: dg.AssetsDefinition, table: str) -> dg.ExecuteInProcessResult:
+    mesh, instance, defs = world
+    return dg.materialize(
+        [*executable_assets(defs), models],
+        instance=instance,
+        resources={"mesh": mesh, "dbt": dbt_resource()},
+        selection=[dg.AssetKey(["hb", table])],
+        partition_key=DAY,
+        raise_on_error=False,
+    )
+
+
+def test_a_dbt_model_of_another_domain_reads_pii_masked(spark, world, hb_models):
+    mesh = world[0]
+    assert _run_dbt(world, hb_models, "staff_contacts").success
+    assert _rows(spark, mesh.registry.location("hb", "staff_contacts")) == [
+        (1, sha256(b"ann@example.org").hexdigest(), None),
+        (2, sha256(b"bob@example.org").hexdigest(), None),
+    ]
+
+
+def test_a_dbt_model_naming_an_ungranted_table_in_its_sql_is_refused(spark, world, hb_models):
+    mesh = world[0]
+    result = _run_dbt(world, hb_models, "salary_peek")
+    assert not result.success
+    message = _failure(result)
+    assert "dbt model hb.salary_peek reads ha.salaries, which it may not" in message, message
+    assert "'grants: [{to: hb}]'" in message and "nothing was published" in message
+    assert not Path(mesh.registry.location("hb", "salary_peek")).exists()

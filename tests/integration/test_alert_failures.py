@@ -47,6 +47,6 @@ def test_a_failing_check_keeps_its_outcome_when_the_webhook_is_unreachable(rel, 
 
     assert warnings == [
         "alert to rel's channel failed: the webhook in MESH_ALERT_WEBHOOK_REL is unreachable "
-        "([Errno 111] Connection refused)"
+        "([Errno 111] Connection refused); it will be retried"
     ]
     assert CANARY not in json.dumps([repr(e) for e in rel.instance.all_logs(result.run_id)])

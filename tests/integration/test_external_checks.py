@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 
 from mesh_assets import MeshResource, mesh_definitions
+from mesh_assets.alerts.watch import alert_sensor_name
 from mesh_assets.automation.observer import observer_name
 from mesh_examples import generator
 from mesh_examples.landing import land_raw_orders
@@ -114,3 +115,29 @@ def test_a_partition_whose_check_run_is_pending_is_not_requested(external: Exter
     external.land(GOOD, generator.raw_orders(GOOD))
     external.instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=RAW, partition=GOOD.isoformat()))
     assert external.requested_orders(at) == set()
+
+
+def test_a_landed_partition_failing_a_blocking_check_tells_its_owner_and_its_readers_owners(
+    external: External, webhook
+) -> None:
+    """The check run succeeds (it judged); the domain's alert sensor tells, once, with the check run's link."""
+    received, point = webhook
+    for domain in ("analytics", "central", "courier", "food_delivery", "growth"):
+        point(domain)
+    external.land(BAD, _with_null_ids(generator.raw_orders(BAD), every=10))
+    external.observe_and_check()
+    sensor = external.defs.resolve_sensor_def(alert_sensor_name("food_delivery"))
+    with dg.build_sensor_context(instance=external.instance) as context:
+        cursor = sensor(context).cursor
+    [check_run] = external.instance.get_run_records()
+
+    told = {(a["mesh"]["domain"], a["mesh"]["table"]): a["mesh"] for a in received}
+    owner = told.pop(("food_delivery", "raw_orders"))
+    assert (owner["kind"], owner["partitions"]) == ("blocking check failed", [BAD.isoformat()])
+    assert NOT_NULL.name in owner["checks"] and owner["run_url"].endswith(f"/runs/{check_run.dagster_run.run_id}")
+    assert ("food_delivery", "orders") in told  # and every other table reading raw_orders
+    assert {(a["kind"], a["source"]) for a in told.values()} == {("input check failed", "food_delivery.raw_orders")}
+    count = len(received)
+    with dg.build_sensor_context(instance=external.instance, cursor=cursor) as context:
+        sensor(context)
+    assert len(received) == count  # told once

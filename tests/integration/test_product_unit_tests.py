@@ -3,6 +3,7 @@ with expected and actual side by side; ``mesh test`` runs the example's YAML cas
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,9 +75,20 @@ def test_a_yaml_case_that_fails_is_reported_with_its_file_and_line(spark):
     assert "differing columns (marked *): status" in outcome.detail
 
 
-def test_mesh_test_runs_the_examples_cases_and_the_dbt_models_unit_tests(spark, capsys):
-    assert main(["test", "food_delivery"]) == 0, capsys.readouterr().out
-    out = capsys.readouterr().out
+def test_mesh_test_runs_the_examples_cases_and_the_dbt_models_unit_tests(spark, capfd, monkeypatch, mesh_home):
+    """The screen shows the outcomes; dbt's own lines go to the log file, as in a terminal."""
+    with open(1, "w", closefd=False) as stdout:  # Python's stdout on descriptor 1, as in a `mesh` process
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert main(["test", "food_delivery"]) == 0
+        stdout.flush()
+    out = capfd.readouterr().out
+    log = (mesh_home / "logs" / "test.log").read_text()
+    assert "PASSED food_delivery/orders::one_row_per_order_with_delivery_minutes" in out
+    assert "PASSED food_delivery/orders_7_days::delivered_orders_of_the_last_7_days" in out
+    assert "PASSED dbt restaurant_daily_orders::restaurant_daily_orders_counts_by_status" in out
+    assert "3 passed, 0 failed" in out
+    assert "Running with dbt" in log and "Running with dbt" not in out, out
+    assert f"Spark's and dbt's output: {mesh_home / 'logs' / 'test.log'}" in out
     assert "PASSED food_delivery/orders::one_row_per_order_with_delivery_minutes" in out
     assert "PASSED food_delivery/orders_7_days::delivered_orders_of_the_last_7_days" in out
     assert "PASSED dbt restaurant_daily_orders::restaurant_daily_orders_counts_by_status" in out

@@ -24,6 +24,7 @@ from mesh_assets.assets.specs import external_spec
 from mesh_assets.automation import sensors as sensors_module
 from mesh_assets.automation.conditions import output_condition
 from mesh_assets.definitions import build_definitions
+from mesh_assets.engine.identity import IDENTITY_TAG
 from mesh_assets.graph.discovery import DomainSpecs
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.checks import NotNull
@@ -299,6 +300,7 @@ def test_the_domain_sensor_runs_in_its_code_server_over_its_own_location() -> No
     sensor = defs.get_sensor_def("down__automation")
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
     assert sensor.sensor_type.value == "AUTOMATION"  # use_user_code_server: evaluated by the code server
+    assert sensor.run_tags[IDENTITY_TAG] == "down"  # the runs it requests name their domain
 
     ticker = Ticker(down_location)
     repository = defs.get_repository_def()

@@ -10,6 +10,7 @@ import pytest
 from runless import report_published
 
 from mesh_assets import mesh_definitions
+from mesh_assets.automation.pause import set_paused
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.settings import get_settings
@@ -61,3 +62,18 @@ def test_a_published_upstream_day_requests_the_model_once_its_checks_passed(defs
     requested, cursor = _evaluate(defs, instance, cursor)
     assert requested == ({DAY} if checked else set())
     assert _evaluate(defs, instance, cursor)[0] == set()  # once per upstream state
+
+
+def test_a_paused_upstream_product_holds_the_model_and_resuming_requests_it(defs) -> None:
+    """``mesh pause`` of the product writing a model's source holds the model as it holds a product's reader;
+    once resumed, the day that became due meanwhile is requested."""
+    info = MeshGraph(load_all(get_settings().domains_dir)).get("food_delivery", "orders")
+    assert info is not None
+    instance = dg.DagsterInstance.ephemeral()
+    _, cursor = _evaluate(defs, instance)
+    set_paused(instance, "food_delivery", info.product, [ORDERS], "source migration")
+    report_published(instance, ORDERS, DAY, **dict.fromkeys(_blocking_checks(), True))
+    requested, cursor = _evaluate(defs, instance, cursor)
+    assert requested == set()
+    set_paused(instance, "food_delivery", info.product, [ORDERS], None)
+    assert _evaluate(defs, instance, cursor)[0] == {DAY}

@@ -102,7 +102,8 @@ def test_dg_gives_editors_the_product_schema_down_to_nested_fields(dg_runs) -> N
     assert attributes["properties"]["tier"]["anyOf"][0]["enum"] == ["t1", "t2", "t3"]
     table = nested["TableSpec"]["properties"]
     assert {"table", "inputs", "sql", "sql_file", "checks", "partitioning", "schema", "contract"} <= set(table)
-    assert table["partitioning"]["enum"] == ["daily", "hourly", "none"]
+    assert table["partitioning"]["enum"][:5] == ["daily", "hourly", "none", "weekly", "monthly"]
+    assert {"5min", "10min", "15min", "30min"} <= set(table["partitioning"]["enum"])
     inputs = set(nested["Input"]["properties"])
     assert {"table", "version", "window", "ignore_quality", "freshness_hours", "timeout_hours"} <= inputs
     assert "line" not in inputs  # Mesh's own bookkeeping, not something a spec writes

@@ -154,11 +154,57 @@ def test_retries_and_input_freshness_are_inherited_and_reach_dagster(tmp_path: P
     assert products["daily_sales"].input_freshness_hours == products["report"].input_freshness_hours == 26
 
     defs = build_definitions(domains, extra=[])
-    policies = {
+    policies = retry_policies(defs)
+    assert policies["sales"] == dg.RetryPolicy(max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL)
+    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)
+
+
+def retry_policies(defs: dg.Definitions) -> dict[str, dg.RetryPolicy | None]:
+    """Each executable table's retry policy, by table name."""
+    return {
         key.path[-1]: assets.op.retry_policy
         for assets in defs.resolve_asset_graph().assets_defs
         if assets.is_executable
         for key in assets.keys
     }
-    assert policies["sales"] == dg.RetryPolicy(max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL)
-    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)
+
+
+TIERS = """\
+t2:
+  input_freshness_hours: 12
+  retries: {count: 2, delay_seconds: 10, backoff: linear}
+t3:
+  retries: {count: 1}
+"""
+
+
+def test_the_platforms_tier_defaults_apply_beneath_the_domains_and_the_products(tmp_path: Path, monkeypatch) -> None:
+    """``domains/tiers.yaml`` gives each tier's products a retry policy and an input freshness; the domain's own
+    value wins over its tier's, a product's own over both."""
+    monkeypatch.chdir(tmp_path)
+    folder = domain(tmp_path, DEFAULTS + "input_freshness_hours: 26\n")  # tier t2 for the component's product
+    (folder / "tiers.yaml").write_text(TIERS)
+    python = PYTHON.replace('tier="t3")', 'tier="t3", input_freshness_hours=4)')
+    (folder / "sales" / "report.py").write_text(python)
+    domains = load_all(folder.relative_to(tmp_path))
+    assert validate(domains) == []
+    products = {p.name: p for p in domains["sales"].products}
+    assert products["daily_sales"].input_freshness_hours == 26  # the domain's, over t2's 12
+    assert products["report"].input_freshness_hours == 4  # its own
+
+    defs = build_definitions(domains, extra=[])
+    policies = retry_policies(defs)
+    assert policies["sales"] == dg.RetryPolicy(max_retries=2, delay=10, backoff=dg.Backoff.LINEAR)  # t2's
+    assert policies["sales_report"] == dg.RetryPolicy(max_retries=1)  # t3's
+
+    (folder / "sales" / "domain.yaml").write_text(DEFAULTS)  # no freshness of its own: t2's applies
+    products = {p.name: p for p in load_all(folder.relative_to(tmp_path))["sales"].products}
+    assert products["daily_sales"].input_freshness_hours == 12
+
+
+def test_a_broken_tiers_file_is_reported_with_file_line_and_field(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = domain(tmp_path)
+    (folder / "tiers.yaml").write_text("t1:\n  retries: {count: 1}\nt2:\n  retries: {count: many}\n")
+    errors = validate(load_all(folder.relative_to(tmp_path)))
+    assert [(e.file, e.line, e.field) for e in errors] == [("domains/tiers.yaml", 4, "t2.retries.count")]

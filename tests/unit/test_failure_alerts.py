@@ -87,6 +87,8 @@ def test_a_run_failed_without_a_step_failure_alerts_the_owner(shop):
         "run_id": run.run_id,
         "source": None,
         "backfill_url": None,
+        "emails": [],
+        "asset_url": "http://127.0.0.1:3000/assets/shop/orders",
     }
     assert f"[shop/orders] run failed: shop.orders partition(s) {DAY}" in received[0]["text"]
 

@@ -171,20 +171,27 @@ def test_windows_that_do_not_fit_the_partitioning(monkeypatch: pytest.MonkeyPatc
             "sales/defs/windows/defs.yaml",
             22,
             "tables.1.inputs.raw_clicks.window",
-            "a daily output reads an hourly input by 'same' (its 24 hours) or 'all'",
+            "sales.raw_clicks is weekly and clicks_monthly is monthly: its partitions do not fit whole in "
+            "clicks_monthly's, so a rollup would read some twice; read a finer table (daily) or use window 'all'",
         ),
         E(
             "sales/defs/windows/defs.yaml",
-            28,
+            29,
             "tables.2.inputs.raw_orders.window",
             "output order_snapshot is not partitioned, so it reads whole tables; use window 'all'",
         ),
         E(
             "sales/defs/windows/defs.yaml",
-            32,
+            33,
             "tables.3.inputs.raw_shifts.window",
             "sales.raw_shifts is partitioned by date and region; a daily output reads it by 'same' "
             "(a day's regions) or 'all'",
+        ),
+        E(
+            "sales/defs/windows/defs.yaml",
+            37,
+            "tables.4.inputs.raw_menus.min_complete",
+            "min_complete accepts part of a window of partitions; sales.raw_menus is read whole",
         ),
     ]
 

@@ -109,7 +109,7 @@ def test_an_unreachable_webhook_never_stops_the_flags(monkeypatch):
     assert len(json.loads(tick.cursor)) == 2
     warnings = [r.getMessage() for r in handler.buffer if r.levelno == logging.WARNING]
     refused = "the webhook in MESH_ALERT_WEBHOOK_COURIER is unreachable ([Errno 111] Connection refused)"
-    assert warnings == [f"alert to courier's channel failed: {refused}"] * 2  # the variable, never the URL
+    assert warnings == [f"alert to courier's channel failed: {refused}; it will be retried"] * 2  # never the URL
 
 
 def test_a_timed_out_input_alerts_its_own_owners_as_well_as_the_readers(webhook):
@@ -127,3 +127,87 @@ def test_a_timed_out_input_alerts_its_own_owners_as_well_as_the_readers(webhook)
     assert (producer[0]["table"], producer[0]["partitions"]) == ("order_descriptors", ["2021-06-02"])
     assert "read by courier.courier_distances_points_intermediate" in producer[0]["message"]
     assert {a["domain"] for a in alerts} == {"courier", "central"} and len(alerts) == 3
+
+
+OPS = """\
+name: ops
+owner: ops@example.com
+contacts: [{kind: chat, value: "#ops"}]
+start_date: 2021-01-01
+external:
+  - {table: raw_shifts, regions: [eu, latam]}
+  - {table: raw_clicks, partitioning: hourly}
+tables:
+  - table: shifts_daily
+    inputs: [{table: raw_shifts, freshness_hours: 2}]
+    sql: SELECT * FROM ops.raw_shifts
+  - table: shifts_3_days
+    inputs: [{table: raw_shifts, window: last_3, freshness_hours: 2}]
+    sql: SELECT * FROM ops.raw_shifts
+  - table: clicks_hourly
+    partitioning: hourly
+    inputs: [{table: raw_clicks, freshness_hours: 1}]
+    sql: SELECT * FROM ops.raw_clicks
+"""
+
+
+def ops(tmp_path: Path) -> tuple[dg.DagsterInstance, list[Node]]:
+    """A domain reading a regional daily table and an hourly one, each published for a long history."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "ops.yaml").write_text(OPS)
+    instance = dg.DagsterInstance.ephemeral()
+    shifts, clicks = dg.AssetKey(["ops", "raw_shifts"]), dg.AssetKey(["ops", "raw_clicks"])
+    day = datetime(2021, 1, 1)
+    while day < datetime(2021, 6, 10):  # both regions every day to June 9th; June 10th eu only
+        for region in ("eu", "latam"):
+            key = dg.MultiPartitionKey({"date": f"{day:%Y-%m-%d}", "region": region})
+            instance.report_runless_asset_event(dg.AssetMaterialization(shifts, partition=key))
+        day += timedelta(days=1)
+    key = dg.MultiPartitionKey({"date": "2021-06-10", "region": "eu"})
+    instance.report_runless_asset_event(dg.AssetMaterialization(shifts, partition=key))
+    hour = datetime(2021, 6, 9)
+    while hour < datetime(2021, 6, 11, 9):  # every hour from June 9th except 06:00 on June 11th
+        if hour != datetime(2021, 6, 11, 6):
+            instance.report_runless_asset_event(dg.AssetMaterialization(clicks, partition=f"{hour:%Y-%m-%d-%H:%M}"))
+        hour += timedelta(hours=1)
+    domains = load_all(tmp_path)
+    return instance, MeshGraph(domains, []).nodes_of("ops")
+
+
+def test_a_tick_flags_exactly_the_recent_partitions_whose_inputs_are_missing(tmp_path):
+    """A regional day counts only with every region, a window needs each of its days, an hour its own hour;
+    the months published before the lookback neither hide nor add a flag."""
+    instance, nodes = ops(tmp_path)
+
+    tick = evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 11, 9, 30))
+
+    flagged = {
+        (e.asset_key.path[-1], e.partition, tuple(e.metadata["missing_input_partitions"].value))
+        for e in tick.asset_events
+    }
+    assert flagged == {
+        ("shifts_daily", "2021-06-10", ("2021-06-10",)),  # latam's June 10th is missing
+        ("shifts_3_days", "2021-06-10", ("2021-06-10",)),
+        ("clicks_hourly", "2021-06-11-06:00", ("2021-06-11-06:00",)),
+    }
+    assert {e.metadata["input_deadline"].value for e in tick.asset_events} == {"late"}
+
+
+def test_a_tick_asks_the_instance_only_for_the_partitions_it_needs(tmp_path):
+    """Reading every partition a table ever published grows with its history (three years of hours: 26,280
+    partitions per input per tick); the tick asks for the few partitions its lookback needs instead."""
+    instance, nodes = ops(tmp_path)
+    asked: list[set[str] | None] = []
+    latest = instance.get_latest_storage_id_by_partition
+
+    def spy(key, event_type, partitions=None, **kwargs):
+        asked.append(partitions)
+        return latest(key, event_type, partitions, **kwargs)
+
+    instance.get_latest_storage_id_by_partition = spy  # type: ignore[method-assign]
+    instance.get_materialized_partitions = None  # type: ignore[assignment]  # reading them all would fail
+
+    evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 11, 9, 30))
+
+    assert asked and all(partitions for partitions in asked)
+    assert max(len(partitions) for partitions in asked) <= 2 * (7 + 2)  # 7 days and a 3-day window, 2 regions

@@ -20,6 +20,7 @@ from openlineage.client.serde import Serde
 
 from mesh_assets.checks.outcomes import CheckOutcome
 from mesh_assets.cli import main
+from mesh_assets.engine.identity import RunIdentity
 from mesh_assets.lineage.capture import Reads
 from mesh_assets.lineage.columns import sql_lineage
 from mesh_assets.lineage.emit import DailyFileTransport, emit, make_client
@@ -192,16 +193,19 @@ def test_a_facet_where_the_spec_does_not_allow_it_is_refused():
 def test_mesh_facets_follow_the_schema_their_urls_name():
     """Mesh's own facets point consumers at docs/lineage-facets.json; what they carry is what it defines."""
     schema = json.loads((ROOT / "docs" / "lineage-facets.json").read_text())
-    event = Serde.to_dict(build_event("COMPLETE", sql_run()))
+    run = sql_run()
+    run.identity = RunIdentity("food_delivery", "domain", "FOOD_DELIVERY_AWS_ACCESS_KEY_ID")
+    event = Serde.to_dict(build_event("COMPLETE", run))
     facets, [output] = event["run"]["facets"], event["outputs"]
     found = {**facets, **output["facets"], **output["outputFacets"]}
-    for name in ("mesh_partitions", "mesh_undeclaredReads", "mesh_tableKind", "mesh_rowsChanged"):
+    assert facets["mesh_identity"]["accessKeyVariable"] == "FOOD_DELIVERY_AWS_ACCESS_KEY_ID"
+    for name in ("mesh_partitions", "mesh_undeclaredReads", "mesh_tableKind", "mesh_rowsChanged", "mesh_identity"):
         facet = found[name]
         url, _, pointer = facet["_schemaURL"].partition("#/$defs/")
         assert url == schema["$id"]
         jsonschema.validate(facet, {**schema, "$ref": f"#/$defs/{pointer}"})
-    bad = {**facets["mesh_partitions"], "kind": "weekly"}
-    with pytest.raises(jsonschema.ValidationError, match="weekly"):
+    bad = {**facets["mesh_partitions"], "kind": "quarterly"}
+    with pytest.raises(jsonschema.ValidationError, match="quarterly"):
         jsonschema.validate(bad, {**schema, "$ref": "#/$defs/MeshPartitionsRunFacet"})
 
 

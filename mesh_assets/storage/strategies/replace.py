@@ -205,8 +205,7 @@ def logged_rows(
     table = spark.read.format("delta").option("versionAsOf", version).load(location)
     if partitions is None or column is None:
         return {"*": table.count()}
-    assert partitions.grain.step is not None
-    after = partitions.literal(partitions.end + partitions.grain.step)
+    after = partitions.literal(partitions.end_excluded())
     value = F.col(column)
     within = table.where((value >= F.lit(partitions.literal(partitions.start))) & (value < F.lit(after)))
     return partition_counts(within, column, partitions)
