@@ -30,7 +30,7 @@ def _deps(graph: MeshGraph, table: Table) -> list[dg.AssetDep]:
     for declared in table.declared:
         upstream = graph.get(declared.domain, declared.table)
         if upstream is not None:  # a table of a domain whose entry has errors: nothing reads through it
-            mapping = window_mapping(upstream, declared.window_spec, table.grain)
+            mapping = window_mapping(upstream, declared.window_spec, table.grain, declared.region, table.regions)
             deps.append(dg.AssetDep(upstream.key, partition_mapping=mapping))
     return deps
 

@@ -32,7 +32,7 @@ def output_spec(node: Node, automation_condition: dg.AutomationCondition | None)
         tags=product_tags(product, table),
         kinds={"spark", "delta", "python" if isinstance(node.transformation, PySparkTransformation) else "sql"},
         metadata=metadata,
-        deps=[dg.AssetDep(read.table.key, partition_mapping=mapping_for(read, table.grain)) for read in node.reads],
+        deps=[dg.AssetDep(read.table.key, partition_mapping=mapping_for(read, table)) for read in node.reads],
         partitions_def=table.partitions_def,
         automation_condition=automation_condition,
         freshness_policy=freshness_policy(out),

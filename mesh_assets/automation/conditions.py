@@ -34,7 +34,7 @@ from functools import cache, reduce
 import dagster as dg
 
 from mesh_assets.automation.pause import NotPaused
-from mesh_assets.automation.ready import inputs_ready_elsewhere
+from mesh_assets.automation.ready import beyond_dagster, inputs_ready_elsewhere
 from mesh_assets.graph.resolve import Node
 from mesh_assets.run.readiness import Watermark
 
@@ -71,8 +71,15 @@ def input_keys(node: Node) -> tuple[list[dg.AssetKey], list[dg.AssetKey], list[d
 
 
 def gated_keys(node: Node) -> list[dg.AssetKey]:
-    """Inputs whose every window partition must be published here: all but those with ``min_complete``."""
-    return [read.table.key for read in node.reads if read.input.min_complete is None]
+    """Inputs whose every window partition must be published here: all but those with ``min_complete`` and those
+    Dagster maps beyond what the run reads (one region, a region's local day: :func:`beyond_dagster`), which the
+    run's readiness rule judges (:mod:`mesh_assets.automation.ready`)."""
+    return [read.table.key for read in node.reads if read.input.min_complete is None and not beyond_dagster(node, read)]
+
+
+def _beyond(node: Node, key: dg.AssetKey) -> bool:
+    """Whether every read of ``key`` by ``node`` is one Dagster maps beyond what the run reads."""
+    return all(beyond_dagster(node, read) for read in node.reads if read.table.key == key)
 
 
 def _only(condition: dg.AutomationCondition, keys: Keys) -> dg.AutomationCondition:
@@ -167,7 +174,7 @@ def output_condition(node: Node, watermark: Watermark | None = None) -> dg.Autom
         node.product.cron,
         _subset(by_partition, inputs),
         _subset(whole, inputs),
-        _subset(quality, inputs),
+        _subset([k for k in quality if k in gated_keys(node) or not _beyond(node, k)], inputs),
         _subset(gated_keys(node), inputs),
     )
     elsewhere = inputs_ready_elsewhere(node, watermark)

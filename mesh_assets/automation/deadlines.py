@@ -24,8 +24,9 @@ from mesh_assets.alerts.queue import Outbox
 from mesh_assets.automation.ready import limits_age
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.grain import midnight, region_key, utc
-from mesh_assets.model.partitions import PartitionRange, window_range
+from mesh_assets.model.partitions import PartitionRange, read_region, window_range
 from mesh_assets.model.product import DataProduct
+from mesh_assets.model.regions import local_date
 from mesh_assets.run.readiness import unready
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
@@ -36,41 +37,38 @@ log = logging.getLogger(__name__)
 def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) -> list[dict]:
     """Every (consumer partition, input, deadline kind) whose deadline has passed without the input.
 
-    ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours.
+    ``now`` is an instant (aware; a naive value is read as UTC): partitions are UTC days and hours, and a
+    region's dates its local days, each due when its local day ends (:func:`recent_partitions`).
     """
     now = utc(now)
     flags = []
     for node in nodes:
-        grain = node.table.grain
-        if not grain.partitioned:
+        if not node.table.grain.partitioned:
             continue
-        first = midnight(node.product.start_date)
-        end = midnight(node.product.end_date) if node.product.end_date else None
         for read in node.reads:
             inp, upstream = read.input, read.table
             limits = [(k, h) for k, h in (("late", inp.freshness_hours), ("timed_out", inp.timeout_hours)) if h]
             if not limits:
                 continue
-            closed = grain.floor(now)
-            due: list[tuple[datetime, list[str]]] = []
-            for back in range(1, LOOKBACK_PARTITIONS + 1):
-                start = grain.shift(closed, -back)
-                if start < first:
-                    break
-                if end is not None and start >= end:
-                    continue  # the consumer's partitions stopped: nothing after its end is late
-                needed = window_range(inp.window, upstream.grain, PartitionRange(grain, start, start))
-                due.append((start, needed.keys() if needed else []))
-            done = published_of(instance, upstream, {k for _, keys in due for k in keys})
-            for start, keys in due:
+            due: list[tuple[PartitionRange, list[str]]] = []
+            one_region: set[str] = set()
+            for part in recent_partitions(node, now):
+                region = read_region(inp.region, upstream.regions, part)
+                needed = window_range(inp.window, upstream.grain, part, region)
+                keys = [] if needed is None else needed.dagster_keys() if region else needed.keys()
+                due.append((part, keys))
+                one_region |= set(keys) if region else set()
+            every = {k for _, keys in due for k in keys if k not in one_region}
+            done = published_of(instance, upstream, every) | exactly_published(instance, upstream, one_region)
+            for part, keys in due:
                 missing = [k for k in keys if k not in done]
-                window_end = grain.next(start)
+                window_end = part.bounds(part.start)[1]
                 for label, hours in limits:
                     if missing and now >= window_end + timedelta(hours=hours):
                         flags.append(
                             {
                                 "asset": list(node.table.key.path),
-                                "partition": grain.key(start),
+                                "partition": part.dagster_keys()[0],
                                 "input": upstream.ref,
                                 "kind": label,
                                 "hours": hours,
@@ -82,6 +80,36 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                             }
                         )
     return flags
+
+
+def recent_partitions(node: Node, now: datetime) -> list[PartitionRange]:
+    """The consumer's last ``LOOKBACK_PARTITIONS`` partitions whose window closed before ``now``, from its first
+    and before its end: of a table partitioned by date and region, each region's last local dates (eu's
+    2024-03-31 closes at Madrid's next midnight, 2024-03-31 22:00 UTC)."""
+    grain, table = node.table.grain, node.table
+    first = midnight(node.product.start_date)
+    end = midnight(node.product.end_date) if node.product.end_date else None
+    if table.regions:
+        parts = []
+        for region, zone in zip(table.regions, table.zones, strict=True):
+            today = midnight(local_date(now, zone))
+            starts = [grain.shift(today, -back) for back in range(1, LOOKBACK_PARTITIONS + 1)]
+            parts += [PartitionRange(grain, start, start, region, zone) for start in starts]
+    else:
+        closed = grain.floor(now)
+        starts = [grain.shift(closed, -back) for back in range(1, LOOKBACK_PARTITIONS + 1)]
+        parts = [PartitionRange(grain, start, start) for start in starts]
+    # the consumer's partitions stopped at its end: nothing after it is late
+    return [p for p in parts if p.start >= first and (end is None or p.start < end)]
+
+
+def exactly_published(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
+    """Which of ``keys`` (Dagster's own keys: one region's dates) are published, asked for those alone."""
+    if not keys:
+        return set()
+    return set(
+        instance.get_latest_storage_id_by_partition(upstream.key, dg.DagsterEventType.ASSET_MATERIALIZATION, keys)
+    )
 
 
 def published_of(instance: dg.DagsterInstance, upstream: Table, keys: set[str]) -> set[str]:
@@ -106,6 +134,8 @@ def _due(node: Node, instance: dg.DagsterInstance, now: datetime) -> list[str]:
     closed = grain.floor(now)
     starts = [grain.shift(closed, -back) for back in range(LOOKBACK_PARTITIONS, 0, -1)]
     keys = [grain.key(s) for s in starts if s >= first and (end is None or s < end)]
+    if node.table.regions:  # each region's date is a partition of its own
+        keys = [region_key(k, r) for k in keys for r in node.table.regions]
     if not keys:
         return []
     found = instance.get_latest_storage_id_by_partition(

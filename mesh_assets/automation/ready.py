@@ -20,7 +20,7 @@ import dagster as dg
 
 from mesh_assets.compat import automation_instance, subset_partition_keys, subset_without
 from mesh_assets.graph.resolve import Node, Read, Table, TableKind
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, ranges_of_regions
 from mesh_assets.run.readiness import Watermark, unready
 
 
@@ -36,6 +36,7 @@ class InputsReadyElsewhere(dg.AutomationCondition):
 
     def __init__(self, node: Node, reads: tuple[Read, ...], watermark: Watermark | None = None) -> None:
         self._grain = node.table.grain
+        self._regions, self._zones = node.table.regions, node.table.zones
         self._reads = [(read.input, read.table) for read in reads]
         self._tables = ", ".join(sorted({read.table.ref for read in reads}))
         self._default_hours = node.product.input_freshness_hours
@@ -58,18 +59,25 @@ class InputsReadyElsewhere(dg.AutomationCondition):
         keys = subset_partition_keys(candidates)
         if not keys:
             return dg.AutomationResult(context, candidates)
-        part = None
-        if None not in keys:
+        parts: list[PartitionRange | None] = [None]
+        if None in keys:
+            pass
+        elif self._regions:  # each region's dates, refusals keyed as Dagster keys them (2024-03-31|eu)
+            parts = list(ranges_of_regions(self._grain, self._regions, self._zones, sorted(keys)))  # type: ignore[arg-type]
+        else:
             starts = sorted(self._grain.parse(k) for k in keys if k is not None)
-            part = PartitionRange(self._grain, starts[0], starts[-1])
-        found = unready(
-            automation_instance(context),
-            self._reads,
-            part,
-            watermark=self._watermark,
-            default_hours=self._default_hours,
-        )
-        refused = set(found) & keys
+            parts = [PartitionRange(self._grain, starts[0], starts[-1])]
+        refused: set[str | None] = set()
+        for part in parts:
+            found = unready(
+                automation_instance(context),
+                self._reads,
+                part,
+                watermark=self._watermark,
+                default_hours=self._default_hours,
+            )
+            refused |= {k if part is None or k is None else part.dagster_key(k) for k in found}
+        refused &= keys
         return dg.AutomationResult(context, subset_without(candidates, refused) if refused else candidates)
 
 
@@ -79,13 +87,29 @@ def limits_age(node: Node, read: Read) -> bool:
     return whole and bool(read.input.watermark or read.input.freshness_hours or node.product.input_freshness_hours)
 
 
+def beyond_dagster(node: Node, read: Read) -> bool:
+    """Whether Dagster's mapping of ``read`` is a superset of what the run reads (:mod:`mesh_assets.assets.mappings`):
+    one region of a regional input, or a regional output's local days over a table partitioned in UTC. Such an
+    input is judged by the run's readiness rule alone, not by Dagster's conditions, which would wait for every
+    region of a date, or for the UTC day."""
+    if read.input.window.whole or not read.table.grain.partitioned or not node.table.grain.partitioned:
+        return False
+    if read.input.region is not None:
+        return True
+    return bool(node.table.regions) and not set(node.table.regions) <= set(read.table.regions)
+
+
 def inputs_ready_elsewhere(node: Node, watermark: Watermark | None = None) -> InputsReadyElsewhere | None:
-    """The condition over ``node``'s inputs from other code locations, those whose age is limited and those read
-    with ``min_complete`` (a share of the window); None when it reads none. ``watermark`` reads a watermark
-    column's maximum (from the deployment's warehouse)."""
+    """The condition over ``node``'s inputs from other code locations, those whose age is limited, those read
+    with ``min_complete`` (a share of the window) and those Dagster's mappings map beyond what the run reads
+    (:func:`beyond_dagster`); None when it reads none. ``watermark`` reads a watermark column's maximum (from the
+    deployment's warehouse)."""
     reads = tuple(
         read
         for read in node.reads
-        if in_other_location(node, read.table) or limits_age(node, read) or read.input.min_complete is not None
+        if in_other_location(node, read.table)
+        or limits_age(node, read)
+        or read.input.min_complete is not None
+        or beyond_dagster(node, read)
     )
     return InputsReadyElsewhere(node, reads, watermark) if reads else None

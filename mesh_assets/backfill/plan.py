@@ -17,7 +17,8 @@ import dagster as dg
 from mesh_assets.backfill.computable import LeftOut, computable
 from mesh_assets.backfill.in_order import in_order
 from mesh_assets.compat import AssetGraph, PartitionsSubset
-from mesh_assets.model.grain import Grain
+from mesh_assets.model.grain import DATE, REGION, Grain, region_key
+from mesh_assets.model.partitions import ranges_of_regions
 
 
 class BackfillError(ValueError):
@@ -49,6 +50,38 @@ def partition_bounds(partitions_def: dg.PartitionsDefinition, start: str, end: s
             last_key = partitions_def.get_last_partition_key()
             raise BackfillError(f"partition {key} does not exist (partitions run from {first_key} to {last_key})")
     return dg.PartitionKeyRange(*keys)
+
+
+def root_subset(
+    partitions_def: dg.PartitionsDefinition, start: str, end: str, region: str | None
+) -> tuple[PartitionsSubset, dg.PartitionKeyRange]:
+    """The partitions ``start``..``end`` name, and their span: of a table partitioned by date and region, those
+    dates of ``region`` (None: of every region)."""
+    if not isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        if region is not None:
+            raise BackfillError(f"--region {region}: the table is not partitioned by region")
+        rng = partition_bounds(partitions_def, start, end)
+        return partitions_def.empty_subset().with_partition_key_range(partitions_def, rng), rng
+    dates = partition_bounds(partitions_def.get_partitions_def_for_dimension(DATE), start, end)
+    regions = partitions_def.get_partitions_def_for_dimension(REGION).get_partition_keys()
+    if region is not None and region not in regions:
+        raise BackfillError(f"--region {region}: not a region of the table ({', '.join(regions)})")
+    chosen = [region] if region is not None else regions
+    subset = partitions_def.empty_subset()
+    for name in chosen:
+        rng = dg.PartitionKeyRange(region_key(dates.start, name), region_key(dates.end, name))
+        subset = subset.with_partition_key_range(partitions_def, rng)
+    return subset, dg.PartitionKeyRange(region_key(dates.start, chosen[0]), region_key(dates.end, chosen[-1]))
+
+
+def _ranges(subset: PartitionsSubset, partitions_def: dg.PartitionsDefinition) -> tuple[dg.PartitionKeyRange, ...]:
+    """``subset`` as ranges: of a table partitioned by date and region, one per region and run of consecutive
+    dates (``2024-03-30|eu..2024-03-31|eu``), so a backfill runs each region's range as one run."""
+    if not isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return tuple(subset.get_partition_key_ranges(partitions_def))
+    regions = tuple(partitions_def.get_partitions_def_for_dimension(REGION).get_partition_keys())
+    ranges = ranges_of_regions(Grain.DAILY, regions, ("UTC",) * len(regions), list(subset.get_partition_keys()))
+    return tuple(dg.PartitionKeyRange(r.dagster_key(r.keys()[0]), r.dagster_key(r.keys()[-1])) for r in ranges)
 
 
 @dataclass(frozen=True)
@@ -111,7 +144,7 @@ def planned(graph: AssetGraph, key: dg.AssetKey, subset: PartitionsSubset | None
     pdef = graph.get(key).partitions_def
     if subset is None or pdef is None:
         return PlannedAsset(key, (), 0)
-    return PlannedAsset(key, tuple(subset.get_partition_key_ranges(pdef)), len(subset))
+    return PlannedAsset(key, _ranges(subset, pdef), len(subset))
 
 
 def downstream_partitions(
@@ -139,8 +172,10 @@ def plan_backfill(
     downstream: bool = True,
     instance: dg.DagsterInstance | None = None,
     children: Callable[[dg.AssetKey], Iterable[dg.AssetKey]] | None = None,
+    region: str | None = None,
 ) -> BackfillPlan:
-    """The root's ``start``..``end`` and, with ``downstream``, every partition downstream of it.
+    """The root's ``start``..``end`` (of a table partitioned by date and region: of ``region``, else of every
+    region) and, with ``downstream``, every partition downstream of it.
 
     ``children`` gives the assets that read an asset (default: the asset graph's own edges); with a lineage
     graph's edges, the plan follows what runs actually read, and the asset graph still maps the partitions.
@@ -154,10 +189,8 @@ def plan_backfill(
         raise BackfillError(f"{key.to_user_string()} is not partitioned; materialize it instead of backfilling")
     if not graph.get(key).is_executable:
         raise BackfillError(f"{key.to_user_string()} is an external table; Mesh does not compute it")
-    rng = partition_bounds(root_def, start, end)
-    reached: dict[dg.AssetKey, PartitionsSubset | None] = {
-        key: root_def.empty_subset().with_partition_key_range(root_def, rng)
-    }
+    subset, rng = root_subset(root_def, start, end, region)
+    reached: dict[dg.AssetKey, PartitionsSubset | None] = {key: subset}
     if downstream:
         for current in graph.toposorted_asset_keys:
             if current not in reached:

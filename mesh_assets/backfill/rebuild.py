@@ -13,6 +13,7 @@ import dagster as dg
 from mesh_assets.backfill.computable import LeftOut, computable
 from mesh_assets.backfill.plan import LAUNCHED_BY_TAG, BackfillError, BackfillPlan, parse_asset_key, planned
 from mesh_assets.compat import AssetGraph, PartitionsSubset
+from mesh_assets.model.regions import NO_REGIONAL_REBUILD
 from mesh_assets.storage.schema import REBUILD_TAG
 
 
@@ -41,6 +42,8 @@ def plan_rebuild(
     reached: dict[dg.AssetKey, PartitionsSubset | None] = {}
     for k in _closure(graph, key) if downstream else [key]:
         pdef = graph.get(k).partitions_def
+        if isinstance(pdef, dg.MultiPartitionsDefinition):
+            raise BackfillError(NO_REGIONAL_REBUILD.format(ref=k.to_user_string()))
         reached[k] = None if pdef is None else pdef.subset_with_all_partitions()
         if reached[k] is not None and reached[k].is_empty:
             raise BackfillError(f"{k.to_user_string()} has no partitions yet; nothing to rebuild")

@@ -95,6 +95,8 @@ def published_counts(ev: Evaluation, trailing: int) -> dict[str, int]:
     grain = ev.part.grain
     lo, hi = grain.literal(grain.shift(ev.part.start, -trailing)), grain.literal(ev.part.end)
     published = ev.spark.read.format("delta").load(ev.location)
+    if ev.part.region is not None:  # a region's earlier dates: its own rows alone
+        published = published.where(F.col(ev.table.region_column) == F.lit(ev.part.region))
     column = F.col(ev.table.partition_column)
     rows = (
         published.where(column.between(F.lit(lo), F.lit(hi)))

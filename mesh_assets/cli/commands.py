@@ -272,7 +272,14 @@ def cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     with persistent_instance() as instance:
         return plan_and_launch(
             lambda graph: plan_backfill(
-                graph, args.asset, args.start, args.end, downstream=args.downstream, instance=instance, children=readers
+                graph,
+                args.asset,
+                args.start,
+                args.end,
+                downstream=args.downstream,
+                instance=instance,
+                children=readers,
+                region=args.region,
             ),
             instance,
             args,

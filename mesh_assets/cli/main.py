@@ -129,6 +129,9 @@ def parser() -> argparse.ArgumentParser:
     backfill.add_argument("--end", required=True, help="last partition (YYYY-MM-DD)")
     backfill.add_argument("--downstream", action="store_true", help="include every partition downstream of the range")
     backfill.add_argument(
+        "--region", help="of a table partitioned by date and region, this region's dates alone (default: every region)"
+    )
+    backfill.add_argument(
         "--from-lineage",
         action="store_true",
         help="with --downstream: follow the lineage graph (files or lineage server) instead of the asset graph",

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from mesh_assets.model.grain import timestamp_text
+from mesh_assets.model.names import check_identifier
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -111,11 +112,12 @@ def view_name(domain: str, table: str) -> str:
     return f"mesh_{uuid.uuid4().hex[:10]}_{domain}__{table}"
 
 
-def bind_parameters(sql: str, args: dict[str, date | datetime]) -> str:
+def bind_parameters(sql: str, args: dict[str, date | datetime | str]) -> str:
     """Replace ``:name`` placeholders with typed literals in the parse tree.
 
     For Spark Connect: a Connect server with Delta's SQL extension leaves server-side bound parameters
-    unbound. Only typed dates and timestamps (window bounds) reach here, never user text.
+    unbound. Only typed dates and timestamps (window bounds) and a region's name (a validated identifier) reach
+    here, never user text.
     """
     from sqlglot import exp
 
@@ -126,9 +128,11 @@ def bind_parameters(sql: str, args: dict[str, date | datetime]) -> str:
     return tree.sql(dialect="spark")
 
 
-def _literal(value: date | datetime) -> exp.Expression:
+def _literal(value: date | datetime | str) -> exp.Expression:
     from sqlglot import exp
 
+    if isinstance(value, str):
+        return exp.Literal.string(check_identifier(value))
     if isinstance(value, datetime):
         return exp.cast(exp.Literal.string(timestamp_text(value)), exp.DataType.Type.TIMESTAMP)
     if isinstance(value, date):

@@ -76,6 +76,8 @@ class DeclaredInput:
     """The column whose maximum must reach the output partition's end (a whole read), if any."""
     min_complete: float | None = None
     """The share of the window that lets a partition run without the rest, if declared."""
+    region: str | None = None
+    """The one region it reads of a table partitioned by date and region, if it names one."""
 
     @property
     def ref(self) -> str:
@@ -104,6 +106,9 @@ class Table:
     source_file: Path | None
     line: int | None
     regions: tuple[str, ...] = ()
+    """The names of its regions (partitioned by date and region), in declared order."""
+    zones: tuple[str, ...] = ()
+    """Each region's time zone, in the order of ``regions``: where its days start."""
     region_column: str = "region"
     end_date: date | None = None
     """The first day with no partitions (excluded); None: they go on to the present."""
@@ -246,8 +251,9 @@ def declared_table(spec: Output | ExternalTable, owner: Owner, line: int | None,
         blocking_checks=blocking_checks(spec),
         source_file=owner.source_file,
         line=line,
-        regions=(spec.regions or ()) if external else (),
-        region_column=spec.region_column if external else "region",
+        regions=tuple(r.name for r in spec.regions or ()),
+        zones=tuple(r.zone for r in spec.regions or ()),
+        region_column=spec.region_column,
         checks=tuple(checks_of(spec)),
         contacts=owner.contacts,
         contract=spec.contract,
@@ -341,6 +347,7 @@ def tables_of(product: DataProduct) -> Iterator[Table]:
                     inp.window.n,
                     inp.watermark,
                     inp.min_complete,
+                    inp.region,
                 )
                 for name, inp in t.inputs.items()
             ),

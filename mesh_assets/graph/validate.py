@@ -7,7 +7,7 @@ that is wrong in one go.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mesh_assets.graph.access import grant_refusal
@@ -94,7 +94,8 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
             err(inp, ".watermark", f"output {table.name} is not partitioned: a watermark must reach a partition's end")
         elif inp.watermark and not whole:
             err(inp, ".watermark", f"{ref} is read by partition: a watermark applies to a table read whole ('all')")
-        if info.regions and (inp.window == "last" or table.grain is not Grain.DAILY):
+        one_region = _region_problems(table, info, inp, ref, err)
+        if info.regions and ((not one_region and inp.window == "last") or table.grain is not Grain.DAILY):
             err(
                 inp,
                 ".window",
@@ -117,6 +118,30 @@ def _check_inputs(table: Table, graph: MeshGraph) -> list[SpecError]:
         if (problem := _outlives(table, info, inp.window)) is not None:
             err(inp, "", problem)
     return errors
+
+
+def _region_problems(
+    table: Table, info: Table, inp: DeclaredInput, ref: str, err: Callable[[DeclaredInput, str, str], None]
+) -> bool:
+    """Report what does not fit in how ``table`` reads the regions of ``info``; whether it reads one region of it
+    (the one ``region`` names, or the output's own)."""
+    if inp.region is not None:
+        if not info.regions:
+            err(inp, ".region", f"{ref} is not partitioned by region: remove region")
+        elif inp.region not in info.regions:
+            err(inp, ".region", f"{inp.region} is not a region of {ref}: one of {', '.join(info.regions)}")
+        return bool(info.regions)
+    if not table.regions or not info.regions or inp.window in ("all", "changes"):
+        return False
+    if not set(table.regions) <= set(info.regions):
+        missing = ", ".join(r for r in table.regions if r not in info.regions)
+        err(
+            inp,
+            "",
+            f"{ref} has no region {missing} of output {table.name}: read one of its regions with region: "
+            f"<one of {', '.join(info.regions)}>, or declare the same regions",
+        )
+    return True
 
 
 def _line_naming(file: Path | None, name: str) -> int | None:

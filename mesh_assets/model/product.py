@@ -21,6 +21,7 @@ from mesh_assets.model.grain import Grain, GrainField
 from mesh_assets.model.kinds import Full, Kind, KindSpec, Partitions, default_kind
 from mesh_assets.model.lifecycle import Classification, Status, Tier, versioned_name
 from mesh_assets.model.names import Identifier, split_table_ref
+from mesh_assets.model.regions import RegionsField
 from mesh_assets.model.windows import Window
 from mesh_assets.settings import EngineMode
 
@@ -73,6 +74,9 @@ class Input(Strict):
     watermark: Identifier | None = None
     """Read whole: a column whose maximum must reach the end of the output partition being computed (a date
     column its last day, a timestamp its end), or the run is refused: a snapshot landed on time but behind."""
+    region: Identifier | None = None
+    """Of a table partitioned by date and region, read this region's partitions alone (else: a regional output
+    reads its own region's, any other output every region of a date, waiting for all of them)."""
     line: SkipJsonSchema[int | None] = None
 
     @field_validator("table")
@@ -101,6 +105,10 @@ class Output(Strict):
     published: bool = False
     partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
+    regions: RegionsField = None
+    """Partitioned by region as well as by day, each region's day from its own local midnight to the next
+    (``{eu: Europe/Madrid}``; a list of names: UTC days). See :mod:`mesh_assets.model.regions`."""
+    region_column: Identifier = "region"
     kind: KindSpec | None = None
     """What a run does to the table (:mod:`mesh_assets.model.kinds`); unset: ``partitions`` for a partitioned
     output, ``full`` for an unpartitioned one. Read it as :attr:`table_kind`."""
@@ -184,6 +192,15 @@ class Output(Strict):
         return self
 
     @model_validator(mode="after")
+    def _regions_fit(self) -> Output:
+        regions_are_daily(self.regions, self.partitioning)
+        if self.regions is not None and self.region_column == self.partition_column:
+            raise ValueError(f"region_column {self.region_column} is the partition column")
+        if self.regions is not None and not isinstance(self.table_kind, Partitions):
+            raise ValueError(f"a table partitioned by region is of kind partitions, not {self.table_kind.name}")
+        return self
+
+    @model_validator(mode="after")
     def _one_name_for_the_kind(self) -> Output:
         if self.kind is not None and self.write_mode is not None:
             raise ValueError(f"give kind: {self.kind.name} alone: write_mode is an older name for two kinds")
@@ -207,7 +224,9 @@ def _input_key(item: Any) -> str:
 
 
 class SqlTransformation(Strict):
-    """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` are bound."""
+    """SQL reading ``<domain>.<table>`` names; ``:partition_start`` / ``:partition_end`` (the partition values) and
+    ``:starts_at`` / ``:ends_at`` (the UTC instants the partitions start and end at) are bound, and ``:region``
+    for a table partitioned by date and region."""
 
     kind: Literal["sql"] = "sql"
     output: Output
@@ -246,9 +265,9 @@ class ExternalTable(Strict):
     published: bool = True
     partitioning: GrainField = Field(default=Grain.DAILY, json_schema_extra={"default": "daily"})
     partition_column: Identifier = "p_date"
-    regions: tuple[Identifier, ...] | None = None
-    """Landed per region as well as per (UTC) day: a day is complete only when every region's partition is
-    published."""
+    regions: RegionsField = None
+    """Landed per region as well as per day (``{eu: Europe/Madrid}``: each region's local day; a list of names:
+    UTC days): a day is complete only when every region's partition is published."""
     region_column: Identifier = "region"
     contract: tuple[Column, ...] | None = None
     checks: tuple[CheckSpec, ...] = ()
@@ -262,12 +281,14 @@ class ExternalTable(Strict):
 
     @model_validator(mode="after")
     def _regions_are_daily(self) -> ExternalTable:
-        if self.regions is not None:
-            if self.partitioning is not Grain.DAILY:
-                raise ValueError("a table partitioned by region must also be partitioned daily")
-            if not self.regions or len(set(self.regions)) != len(self.regions):
-                raise ValueError("regions must be a non-empty list of distinct names")
+        regions_are_daily(self.regions, self.partitioning)
         return self
+
+
+def regions_are_daily(regions: tuple[Any, ...] | None, grain: Grain) -> None:
+    """A table partitioned by region is partitioned by day too: a region's partition is one of its local days."""
+    if regions is not None and grain is not Grain.DAILY:
+        raise ValueError("a table partitioned by region must also be partitioned daily")
 
 
 class Retries(Strict):

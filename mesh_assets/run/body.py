@@ -9,7 +9,7 @@ what the run's tags and settings ask) and sent as JSON when the body runs elsewh
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -46,7 +46,9 @@ class RunPlan:
     def to_json(self) -> dict[str, Any]:
         part = self.part
         return {
-            "part": None if part is None else [part.grain.name, part.grain.key(part.start), part.grain.key(part.end)],
+            "part": None
+            if part is None
+            else [part.grain.name, part.grain.key(part.start), part.grain.key(part.end), part.region, part.zone],
             "runnable": [p.grain.key(p.start) for p in self.runnable],
             "run_id": self.run_id,
             "schema": [self.schema.policy, self.schema.rebuild, list(self.schema.consumers)],
@@ -59,12 +61,14 @@ class RunPlan:
     def from_json(cls, data: dict[str, Any]) -> RunPlan:
         part = None
         if data["part"] is not None:
-            grain, start, end = data["part"]
-            part = PartitionRange.from_keys(Grain.of(grain), start, end)
+            grain, start, end, region, zone = data["part"]
+            part = replace(PartitionRange.from_keys(Grain.of(grain), start, end), region=region, zone=zone)
         policy, rebuild, consumers = data["schema"]
         return cls(
             part,
-            [PartitionRange.from_keys(part.grain, key, key) for key in data["runnable"]] if part else [],
+            [replace(part, start=part.grain.parse(key), end=part.grain.parse(key)) for key in data["runnable"]]
+            if part
+            else [],
             data["run_id"],
             SchemaRule(policy, rebuild, tuple(consumers)),
             data["undeclared_reads"],

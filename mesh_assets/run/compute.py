@@ -22,7 +22,7 @@ from mesh_assets.graph import access
 from mesh_assets.graph.queries import bind_parameters, rewrite_tables, view_name
 from mesh_assets.graph.resolve import Node, Read
 from mesh_assets.model.errors import Refused
-from mesh_assets.model.partitions import PartitionRange, window_range
+from mesh_assets.model.partitions import PartitionRange, read_region, window_range
 from mesh_assets.model.product import PySparkTransformation, SqlTransformation
 from mesh_assets.run.context import ProductContext
 from mesh_assets.run.enclosure import enclosed, masked
@@ -110,7 +110,10 @@ def read_window(
         raise Refused(f"input {upstream.ref} has never been published: {exc}") from None
     version = versions.get((upstream.domain, upstream.name))
     df = spark.table(name) if version is None else spark.read.option("versionAsOf", version).table(name)
-    rng = window_range(read.input.window, upstream.grain, part)
+    region = read_region(read.input.region, upstream.regions, part)
+    if region is not None:
+        df = df.where(F.col(upstream.region_column) == F.lit(region))
+    rng = window_range(read.input.window, upstream.grain, part, region)
     if rng is None:
         return df
     col = F.col(upstream.partition_column)
@@ -123,8 +126,14 @@ def _masked(df: DataFrame | None, node: Node, read: Read) -> DataFrame | None:
     return masked(df, masks) if df is not None and masks else df
 
 
-def _with_partition_column(df: DataFrame, column: str, part: PartitionRange, fill: bool) -> DataFrame:
+def _with_partition_column(
+    df: DataFrame, column: str, part: PartitionRange, fill: bool, region_column: str | None = None
+) -> DataFrame:
+    """``df`` with its partition column typed (filled with the partition when absent), and a region's range's
+    region column set to its region: a run of one region writes that region's partitions alone."""
     spark_type = part.grain.spark_type
+    if part.region is not None and region_column is not None:
+        df = df.withColumn(region_column, F.lit(part.region))
     if column in df.columns:
         return df.withColumn(column, F.col(column).cast(spark_type))
     if not fill:
@@ -194,13 +203,17 @@ def apply_transformation(
             frame = frames[name]
             assert frame is not None  # governance: a SQL product never reads its own past
             frame.createOrReplaceTempView(view)
-        args = {}
+        args: dict[str, Any] = {}
         if part is not None:
             args = {"partition_start": part.literal(part.start), "partition_end": part.literal(part.end)}
+            args |= {"starts_at": part.bounds(part.start)[0], "ends_at": part.bounds(part.end)[1]}
+            if part.region is not None:
+                args["region"] = part.region
         query = rewrite_tables(sql, views)
         df = spark.sql(bind_parameters(query, args)) if is_connect(spark) else spark.sql(query, args=args)
     if part is not None:
-        df = _with_partition_column(df, t.output.partition_column, part, fill=not t.range_aware)
+        output = t.output
+        df = _with_partition_column(df, output.partition_column, part, not t.range_aware, output.region_column)
     return df
 
 

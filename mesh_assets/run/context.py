@@ -37,3 +37,18 @@ class ProductContext:
     def partition_end(self) -> datetime | None:
         """The last partition's start, an aware UTC datetime."""
         return self.partitions.end if self.partitions else None
+
+    @property
+    def starts_at(self) -> datetime | None:
+        """The UTC instant the first partition starts at: a region's local midnight for a date-by-region table."""
+        return self.partitions.bounds(self.partitions.start)[0] if self.partitions else None
+
+    @property
+    def ends_at(self) -> datetime | None:
+        """The UTC instant the last partition ends at (excluded): for a region's date, its next local midnight."""
+        return self.partitions.bounds(self.partitions.end)[1] if self.partitions else None
+
+    @property
+    def region(self) -> str | None:
+        """The region computed, for a table partitioned by date and region."""
+        return self.partitions.region if self.partitions else None

@@ -7,7 +7,7 @@ again by name on the node, so both sides judge with one set of checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mesh_assets.checks.outcomes import CheckOutcome, failed_partitions
@@ -63,6 +63,28 @@ def merged(part: PartitionRange, outcomes: list[RunOutcome]) -> RunOutcome:
         undeclared_names=tuple(sorted({n for o in outcomes for n in o.undeclared_names})),
         blocked={k: v for o in outcomes for k, v in o.blocked.items()},
         incomplete={k: v for o in outcomes for k, v in o.incomplete.items()},
+    )
+
+
+def in_dagster_keys(outcome: RunOutcome) -> RunOutcome:
+    """A region's outcome with Dagster's keys (``2024-03-31|eu``) where the run's body keyed its dates alone."""
+    part = outcome.part
+    if part is None or part.region is None:
+        return outcome
+
+    def key(value: str | None) -> str | None:
+        return None if value is None else part.dagster_key(value)
+
+    result = outcome.result
+    if result is not None:
+        result = replace(result, partition_rows={key(k): n for k, n in result.partition_rows.items()})
+    return replace(
+        outcome,
+        result=result,
+        outcomes=[replace(o, partition=key(o.partition)) for o in outcome.outcomes],
+        failed={key(k): v for k, v in outcome.failed.items()},
+        blocked={key(k): v for k, v in outcome.blocked.items()},
+        incomplete={key(k): v for k, v in outcome.incomplete.items()},
     )
 
 

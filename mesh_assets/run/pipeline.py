@@ -19,13 +19,15 @@ import dagster as dg
 
 from mesh_assets.engine.identity import identify_run, use_identity
 from mesh_assets.graph.resolve import Node, Table
+from mesh_assets.model.errors import Refused
 from mesh_assets.model.kinds import Replay
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, ranges_of_regions
+from mesh_assets.model.regions import NO_REGIONAL_REBUILD
 from mesh_assets.run.body import RunPlan, run_body
 from mesh_assets.run.failures import step_failures
 from mesh_assets.run.hooks import run_hooks
 from mesh_assets.run.layers import records_for
-from mesh_assets.run.outcome import RunOutcome, merged
+from mesh_assets.run.outcome import RunOutcome, in_dagster_keys, merged
 from mesh_assets.run.readiness import Partial, landed_keys, table_watermarks, unready_partitions
 from mesh_assets.run.record import record
 from mesh_assets.run.replay import refuse_out_of_order
@@ -42,6 +44,12 @@ def partition_range(context: dg.AssetExecutionContext, table: Table) -> Partitio
         return None
     keys = context.partition_key_range
     return PartitionRange.from_keys(table.grain, keys.start, keys.end)
+
+
+def region_ranges(context: dg.AssetExecutionContext, table: Table) -> list[PartitionRange]:
+    """The partitions this run writes of a table partitioned by date and region: one range of dates per region,
+    in the table's order of regions (see :func:`~mesh_assets.model.partitions.region_ranges`)."""
+    return ranges_of_regions(table.grain, table.regions, table.zones, context.partition_keys)
 
 
 def reads_own_past(node: Node) -> bool:
@@ -62,8 +70,24 @@ def run_output(
     A product that reads its own past, or whose kind applies each partition as a state (``history``), computes a
     range partition by partition, in order, each one published (one commit each) before the next; a kind that
     applies partitions in order stops at the first one not published. A past range the table's kind cannot
-    recompute alone is refused first (:mod:`mesh_assets.run.replay`)."""
-    part = partition_range(context, node.table)
+    recompute alone is refused first (:mod:`mesh_assets.run.replay`). A table partitioned by date and region
+    runs each region's dates as such a range, its own commit replacing that region's dates alone."""
+    if node.table.regions:
+        if rebuild_requested(context.run.tags):
+            raise Refused(NO_REGIONAL_REBUILD.format(ref=node.table.ref))
+        parts = region_ranges(context, node.table)
+        outcomes = [in_dagster_keys(_run_range(context, mesh, node, consumers, part)) for part in parts]
+        return outcomes[0] if len(outcomes) == 1 else merged(parts[0], outcomes)
+    return _run_range(context, mesh, node, consumers, partition_range(context, node.table))
+
+
+def _run_range(
+    context: dg.AssetExecutionContext,
+    mesh: MeshResource,
+    node: Node,
+    consumers: tuple[str, ...],
+    part: PartitionRange | None,
+) -> RunOutcome:
     rebuild = rebuild_requested(context.run.tags)
     kind = node.table.table_kind
     if kind.replay is not Replay.ANY and part is not None:

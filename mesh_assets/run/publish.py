@@ -91,6 +91,7 @@ def publish(
         registry.s3,
         partition_column=table.partition_column if part else None,
         partitions=part,
+        region_column=table.region_column if part is not None and part.region is not None else None,
         commit_info={"dagster_run_id": run_id, "asset": table.ref}
         | ({CHANGE_FEED: json.dumps(dict(feeds), sort_keys=True)} if feeds else {}),
         schema=schema,

@@ -30,7 +30,7 @@ from mesh_assets.compat import AssetCheckExecutionRecordStatus
 from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.model.grain import midnight, region_key, utc
 from mesh_assets.model.names import observer_name
-from mesh_assets.model.partitions import PartitionRange, window_range
+from mesh_assets.model.partitions import PartitionRange, read_region, window_range
 from mesh_assets.model.product import Input
 
 if TYPE_CHECKING:
@@ -90,10 +90,12 @@ def observe_hint(problems: Iterable[str]) -> str | None:
 
 
 def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> list[str] | None:
-    """The upstream partition keys ``part``'s window reads (every region of a regional day), from the
+    """The upstream partition keys ``part``'s window reads (of a regional table: the region the input names, else
+    the output's own region, else every region of the date, so an all-regions reader waits for all), from the
     upstream's first partition on; None when the whole table is read. A keyed table (``merge``, ``history``,
     ``changes``) read whole is read as its state: the output's partitions wait until it applied theirs."""
-    needed = window_range(inp.window, upstream.grain, part)
+    region = read_region(inp.region, upstream.regions, part)
+    needed = window_range(inp.window, upstream.grain, part, region)
     if needed is None and part is not None and upstream.grain.partitioned and upstream.table_kind.keyed:
         needed = part.as_grain(upstream.grain)  # a keyed table's state is read whole once it applied the partition
     if needed is None:
@@ -101,7 +103,7 @@ def window_keys(inp: Input, upstream: Table, part: PartitionRange | None) -> lis
     first = upstream.start_date.isoformat()
     keys = [k for k in needed.keys() if k[:10] >= first]
     if upstream.regions:
-        keys = [region_key(k, r) for k in keys for r in upstream.regions]
+        keys = [region_key(k, r) for k in keys for r in ((region,) if region else upstream.regions)]
     return keys
 
 

@@ -72,10 +72,24 @@ class WriteResult:
 
 
 def replace_predicate(
-    column: str, partitions: PartitionRange, only: Sequence[datetime] | None = None, alias: str | None = None
+    column: str,
+    partitions: PartitionRange,
+    only: Sequence[datetime] | None = None,
+    alias: str | None = None,
+    region_column: str | None = None,
 ) -> str:
     """The ``replaceWhere`` predicate (Delta accepts only a SQL string here) for a range or a subset of it; with
-    ``alias``, of that table's column (a ``MERGE`` condition's ``t``)."""
+    ``alias``, of that table's column (a ``MERGE`` condition's ``t``); with ``region_column``, of the range's
+    region alone (a validated identifier: never user text)."""
+    dates = _dates_predicate(column, partitions, only, alias)
+    if region_column is None or partitions.region is None:
+        return dates
+    return f"({dates}) AND `{check_identifier(region_column)}` = '{check_identifier(partitions.region)}'"
+
+
+def _dates_predicate(
+    column: str, partitions: PartitionRange, only: Sequence[datetime] | None, alias: str | None
+) -> str:
     col = check_identifier(column) + "`"
     if alias is not None:
         col = f"{check_identifier(alias)}`.`{col}"

@@ -440,3 +440,30 @@ def test_end_dates_after_the_start_and_consumers_that_stop_with_their_input(monk
             f"{stops} sales.clicks_a_month_too_long ends on 2022-02-01: give product too_long {fix}",
         ),
     ]
+
+
+def test_regional_reads_name_a_region_of_their_input_or_share_its_regions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A regional output reads a regional input by its own region, so the input must have it; ``region:`` names
+    one of the input's regions, on a regional input. One region's dates read by ``last_7`` or alongside a UTC
+    table are accepted."""
+    assert errors_of("regions", monkeypatch) == [
+        E(
+            "sales/defs/regions/defs.yaml",
+            15,
+            "tables.0.inputs.raw_shifts",
+            "sales.raw_shifts has no region apac of output orders_by_region: read one of its regions with region: "
+            "<one of eu, latam>, or declare the same regions",
+        ),
+        E(
+            "sales/defs/regions/defs.yaml",
+            19,
+            "tables.1.inputs.raw_shifts.region",
+            "us is not a region of sales.raw_shifts: one of eu, latam",
+        ),
+        E(
+            "sales/defs/regions/defs.yaml",
+            23,
+            "tables.2.inputs.raw_orders.region",
+            "sales.raw_orders is not partitioned by region: remove region",
+        ),
+    ]

@@ -46,6 +46,7 @@ class Replace:
             target.location,
             partition_column=target.partition_column,
             partitions=target.partitions,
+            region_column=target.region_column,
             publish=target.publish,
             commit_info=target.commit_info,
             name=target.name,
@@ -102,6 +103,7 @@ def commit(
     *,
     partition_column: str | None,
     partitions: PartitionRange | None,
+    region_column: str | None = None,
     publish: Sequence[datetime] | None = None,
     commit_info: dict[str, str] | None = None,
     name: str | None = None,
@@ -117,6 +119,8 @@ def commit(
     partition key (the whole table's under any one key when unpartitioned), when the caller already has them;
     with ``rows_from_log`` and no ``counts`` they are read after the commit from the files it added (the write
     computes the rows once), else a job counts them before it.
+    A region's range (``partitions.region``) is partitioned and replaced by ``region_column`` as well: its dates of
+    that region alone, in the same commit.
     A failed commit raises :class:`WriteFailed` naming ``name`` (default: the location) and the partitions.
     A schema change ``schema`` does not allow raises :class:`SchemaChangeRefused` before anything is written;
     a rebuild (``schema.rebuild``) replaces the whole table, and its schema, with the published partitions.
@@ -140,10 +144,11 @@ def commit(
             _by_partition(data, partition_column, len(chosen))
             .write.format("delta")
             .mode("overwrite")
-            .partitionBy(partition_column)
+            .partitionBy(partition_column, *([region_column] if region_column else []))
         )
         if not schema.rebuild:  # a rebuild replaces the whole table: the others would be dropped (checked below)
-            writer = writer.option("replaceWhere", replace_predicate(partition_column, partitions, chosen))
+            where = replace_predicate(partition_column, partitions, chosen, region_column=region_column)
+            writer = writer.option("replaceWhere", where)
         rows = sum(published.values())
     else:
         writer = staged.write.format("delta").mode("overwrite")
@@ -170,7 +175,7 @@ def commit(
         if before is not None or not isinstance(exc, CREATED_FIRST):
             raise write_failed(s3, exc, name or location, location, keys, before) from exc
         ours = (
-            replace_predicate(partition_column, partitions, publish)
+            replace_predicate(partition_column, partitions, publish, region_column=region_column)
             if partitions is not None and partition_column
             else None
         )

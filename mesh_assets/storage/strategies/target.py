@@ -28,6 +28,8 @@ class Target:
     s3: S3Settings
     partition_column: str | None = None
     partitions: PartitionRange | None = None
+    region_column: str | None = None
+    """A table partitioned by date and region: its region column (the range holds the region written)."""
     publish: Sequence[datetime] | None = None
     commit_info: Mapping[str, str] = field(default_factory=dict)
     counts: Mapping[str, int] | None = None
