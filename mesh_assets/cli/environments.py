@@ -68,7 +68,7 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     import dagster as dg
 
     from mesh_assets.change.promote import promote
-    from mesh_assets.cli.change import plan_and_side
+    from mesh_assets.cli.change import plan_and_side_or_say
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.model.grain import Grain
     from mesh_assets.settings import get_settings
@@ -81,10 +81,8 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     except EnvironmentRefused as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
-    made = plan_and_side(args.base, instance)
-    if isinstance(made, list):
-        for problem in made:
-            console.print(f"[red]error[/red] {problem}", highlight=False)
+    made = plan_and_side_or_say(args.base, instance, console)
+    if made is None:
         return 2
     plan, side, graph = made
     if plan.refused:
@@ -253,7 +251,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     import dagster as dg
 
     from mesh_assets.backfill.plan import BackfillError, partition_bounds
-    from mesh_assets.cli.change import plan_and_side, print_change_plan
+    from mesh_assets.cli.change import plan_and_side_or_say, print_change_plan
     from mesh_assets.definitions import executable_assets, mesh_definitions
     from mesh_assets.settings import get_settings, scoped_environ
     from mesh_assets.storage.delta import version_or_none
@@ -265,10 +263,8 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     if settings.environment is not None:
         console.print(f"[red]error[/red] already in environment {settings.environment} ({ENV_VARIABLE}): unset it")
         return 2
-    made = plan_and_side(args.base, production)
-    if isinstance(made, list):
-        for problem in made:
-            console.print(f"[red]error[/red] {problem}", highlight=False)
+    made = plan_and_side_or_say(args.base, production, console)
+    if made is None:
         return 2
     plan, side, graph = made
     print_change_plan(plan, console)
