@@ -36,7 +36,12 @@ def add_apply_arguments(apply: argparse.ArgumentParser) -> None:
     apply.add_argument("--env", metavar="NAME", help="build the change into environment NAME instead of production")
     apply.add_argument("--from", dest="start", metavar="DAY", help="with --env: the first partition day")
     apply.add_argument("--to", dest="end", metavar="DAY", help="with --env: the last partition day")
-    apply.add_argument("--days", type=int, default=3, help="with --env and no --from: the last N days (default 3)")
+    apply.add_argument(
+        "--days",
+        type=int,
+        default=3,
+        help="with --env and no --from: the last N days production published (default 3)",
+    )
     apply.add_argument(
         "--from-env",
         metavar="NAME",
@@ -159,13 +164,30 @@ def choose(keys: list[dg.AssetKey], graph: AssetGraph, side: Side) -> Chosen:
     return Chosen(chosen, cloned, left_out)
 
 
-def _range(graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace) -> tuple[str, str]:
+def _range(
+    graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace, production: dg.DagsterInstance
+) -> tuple[str, str]:
+    """``--from``/``--to``, else the last ``--days`` days up to ``--to`` or to the latest partition production has
+    published of the tables (of their inputs, for tables production never published), so the range holds real
+    data; the partitions definition's last day (today) only when production has published none."""
     if args.start:
         return args.start, args.end or args.start
-    pdef = next((graph.get(k).partitions_def for k in keys if graph.get(k).partitions_def), None)
-    last = pdef.get_last_partition_key() if pdef else None
-    end = date.fromisoformat(args.end or (last[:10] if last else date.today().isoformat()))
+    last = args.end or latest_published(graph, keys, production)
+    if last is None:
+        pdef = next((graph.get(k).partitions_def for k in keys if graph.get(k).partitions_def), None)
+        last = pdef.get_last_partition_key() if pdef else None
+    end = date.fromisoformat(last[:10] if last else date.today().isoformat())
     return (end - timedelta(days=max(args.days, 1) - 1)).isoformat(), end.isoformat()
+
+
+def latest_published(graph: AssetGraph, keys: list[dg.AssetKey], production: dg.DagsterInstance) -> str | None:
+    """The latest partition key production has materialized of ``keys``, else of their partitioned inputs."""
+    for candidates in (keys, sorted({p for k in keys for p in graph.get(k).parent_keys if p not in keys})):
+        partitioned = [k for k in candidates if graph.has(k) and graph.get(k).partitions_def is not None]
+        found = [p for k in partitioned for p in production.get_materialized_partitions(k)]
+        if found:
+            return max(found)
+    return None
 
 
 def widened(
@@ -283,7 +305,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     for line in chosen.left_out:
         console.print(f"  left out of the environment: {line}", highlight=False)
     try:
-        start, end = _range(graph, chosen.keys, args)
+        start, end = _range(graph, chosen.keys, args, production)
         bounds = {k: partition_bounds(pd, start, end) for k in chosen.keys if (pd := graph.get(k).partitions_def)}
     except (BackfillError, ValueError) as exc:
         console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)

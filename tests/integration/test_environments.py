@@ -127,6 +127,21 @@ def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(p
     assert "does not compute tr/daily_sales" in capsys.readouterr().out
 
 
+def test_days_counts_back_from_the_latest_day_production_published(production: Production):
+    """``--days 2`` without ``--to``: the last two days production published (its partitions run to today)."""
+    sql = production.domains / "rep" / "defs" / "report" / "daily_report.sql"
+    edit(sql, "amount AS amount", "amount + 100 AS amount")
+    try:
+        assert main(["apply", "--env", "lastdays", "--days", "2"]) == 0
+    finally:
+        edit(sql, "amount + 100 AS amount", "amount AS amount")
+
+    manifest = json.loads((production.home / "envs" / "lastdays" / "environment.json").read_text())
+    assert (manifest["start"], manifest["end"]) == ("2021-06-03", "2021-06-04")
+    location = table_location("lastdays", "rep", "daily_report")
+    assert production.read(location, "amount") == {"2021-06-03": 109, "2021-06-04": 106}
+
+
 def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clone(production: Production, capsys):
     sales = production.domains / "tr" / "sales.py"
     versions, events = production.versions(), production.events()
