@@ -37,6 +37,7 @@ SUITE = [
     "kind_changes",
     "kind_merge",
     "diff",
+    "promotion",
 ]
 
 
