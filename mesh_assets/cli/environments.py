@@ -217,18 +217,63 @@ def widened(
     return out
 
 
-def _clone(env: Environment, key: dg.AssetKey, production: str) -> int | None:
-    """Start the environment's ``key`` from a shallow clone of production's latest version (None: no table)."""
+def version_before(
+    production: dg.DagsterInstance, key: dg.AssetKey, location: str, start: str, latest: int
+) -> int | None:
+    """The newest Delta version of production's ``key`` from before it applied the range starting on ``start``:
+    the state the range's partitions were applied over. A ``history`` table's commits name the partition each
+    applied (the version before the first one at or after ``start`` since the last one before it); another
+    table's, the ``delta_version`` its materializations record. ``latest`` when production has not published the
+    range, or when one commit published partitions on both sides of ``start`` (a merge over a range: no version
+    holds the past alone); None when the table began with the range."""
+    import dagster as dg
+
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.strategies.history import applied_in_log
+
+    applied = applied_in_log(location, get_settings().s3)
+    if applied:
+        last_before = max((v for v, p in applied if p[:10] < start), default=-1)
+        first = next((v for v, p in applied if p[:10] >= start and v > last_before), None)
+        return latest if first is None else (first - 1 if first > 0 else None)
+    if not any(p[:10] >= start for p in production.get_materialized_partitions(key)):
+        return latest
+    versions: dict[bool, list[int]] = {True: [], False: []}
+    cursor = None
+    while True:
+        found = production.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1000, cursor=cursor)
+        for record in found.records:
+            meta = record.asset_materialization.metadata
+            if "delta_version" in meta:
+                versions[(record.partition_key or "")[:10] >= start].append(int(meta["delta_version"].value))
+        if not found.has_more:
+            break
+        cursor = found.cursor
+    if not versions[True]:
+        return latest
+    first = min(versions[True])
+    if any(v >= first for v in versions[False]):
+        return latest
+    return first - 1 if first > 0 else None
+
+
+def _clone(env: Environment, key: dg.AssetKey, location: str, production: dg.DagsterInstance) -> int | None:
+    """Start the environment's ``key`` from a shallow clone of production's table as it was before the
+    environment's range (:func:`version_before`), so a table applying its partitions in order (``history``) applies
+    the range again over the state it followed from; None: no table to clone (the environment creates it)."""
     from mesh_assets.settings import get_settings
     from mesh_assets.storage.delta import path_identifier, version_or_none
     from mesh_assets.storage.resource import get_spark
 
-    version = version_or_none(production, get_settings().s3)
+    latest = version_or_none(location, get_settings().s3)
+    if latest is None:
+        return None
+    version = version_before(production, key, location, env.start, latest) if env.start else latest
     if version is None:
         return None
     target = env.location(*key.path)
     get_spark().sql(
-        f"CREATE TABLE {path_identifier(target)} SHALLOW CLONE {path_identifier(production)} VERSION AS OF {version}"
+        f"CREATE TABLE {path_identifier(target)} SHALLOW CLONE {path_identifier(location)} VERSION AS OF {version}"
     )
     return version
 
@@ -326,7 +371,8 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     )
     env.save()
     prod = TableRegistry(settings.warehouse_uri, settings.s3)
-    versions = {"/".join(k.path): v for k in chosen.cloned if (v := _clone(env, k, prod.location(*k.path))) is not None}
+    clones = {"/".join(k.path): _clone(env, k, prod.location(*k.path), production) for k in chosen.cloned}
+    versions = {ref: v for ref, v in clones.items() if v is not None}
     parents = {p for k in chosen.keys for p in graph.get(k).parent_keys if "/".join(p.path) not in env.tables}
     current = {"/".join(p.path): version_or_none(prod.location(*p.path), settings.s3) for p in parents}
     reads = {ref: v for ref, v in current.items() if v is not None}
