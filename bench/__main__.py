@@ -38,6 +38,7 @@ SUITE = [
     "kind_merge",
     "diff",
     "capacity",
+    "promotion",
 ]
 
 

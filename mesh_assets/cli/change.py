@@ -54,6 +54,17 @@ def make_plan(base: str | None, instance: dg.DagsterInstance) -> ChangePlan | li
     return made if isinstance(made, list) else made[0]
 
 
+def plan_and_side_or_say(
+    base: str | None, instance: dg.DagsterInstance, console: Console
+) -> tuple[ChangePlan, Side, AssetGraph | None] | None:
+    """:func:`plan_and_side`, or None once its problems are printed (the caller exits 2)."""
+    made = plan_and_side(base, instance)
+    if isinstance(made, list):
+        _problems(made, False, console)
+        return None
+    return made
+
+
 def plan_and_side(
     base: str | None, instance: dg.DagsterInstance
 ) -> tuple[ChangePlan, Side, AssetGraph | None] | list[str]:

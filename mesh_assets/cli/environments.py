@@ -36,7 +36,12 @@ def add_apply_arguments(apply: argparse.ArgumentParser) -> None:
     apply.add_argument("--env", metavar="NAME", help="build the change into environment NAME instead of production")
     apply.add_argument("--from", dest="start", metavar="DAY", help="with --env: the first partition day")
     apply.add_argument("--to", dest="end", metavar="DAY", help="with --env: the last partition day")
-    apply.add_argument("--days", type=int, default=3, help="with --env and no --from: the last N days (default 3)")
+    apply.add_argument(
+        "--days",
+        type=int,
+        default=3,
+        help="with --env and no --from: the last N days production published (default 3)",
+    )
     apply.add_argument(
         "--from-env",
         metavar="NAME",
@@ -68,7 +73,7 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     import dagster as dg
 
     from mesh_assets.change.promote import promote
-    from mesh_assets.cli.change import plan_and_side
+    from mesh_assets.cli.change import plan_and_side_or_say
     from mesh_assets.definitions import mesh_definitions
     from mesh_assets.model.grain import Grain
     from mesh_assets.settings import get_settings
@@ -81,10 +86,8 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     except EnvironmentRefused as exc:
         console.print(f"[red]error[/red] {exc}", highlight=False)
         return 2
-    made = plan_and_side(args.base, instance)
-    if isinstance(made, list):
-        for problem in made:
-            console.print(f"[red]error[/red] {problem}", highlight=False)
+    made = plan_and_side_or_say(args.base, instance, console)
+    if made is None:
         return 2
     plan, side, graph = made
     if plan.refused:
@@ -161,13 +164,30 @@ def choose(keys: list[dg.AssetKey], graph: AssetGraph, side: Side) -> Chosen:
     return Chosen(chosen, cloned, left_out)
 
 
-def _range(graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace) -> tuple[str, str]:
+def _range(
+    graph: AssetGraph, keys: list[dg.AssetKey], args: argparse.Namespace, production: dg.DagsterInstance
+) -> tuple[str, str]:
+    """``--from``/``--to``, else the last ``--days`` days up to ``--to`` or to the latest partition production has
+    published of the tables (of their inputs, for tables production never published), so the range holds real
+    data; the partitions definition's last day (today) only when production has published none."""
     if args.start:
         return args.start, args.end or args.start
-    pdef = next((graph.get(k).partitions_def for k in keys if graph.get(k).partitions_def), None)
-    last = pdef.get_last_partition_key() if pdef else None
-    end = date.fromisoformat(args.end or (last[:10] if last else date.today().isoformat()))
+    last = args.end or latest_published(graph, keys, production)
+    if last is None:
+        pdef = next((graph.get(k).partitions_def for k in keys if graph.get(k).partitions_def), None)
+        last = pdef.get_last_partition_key() if pdef else None
+    end = date.fromisoformat(last[:10] if last else date.today().isoformat())
     return (end - timedelta(days=max(args.days, 1) - 1)).isoformat(), end.isoformat()
+
+
+def latest_published(graph: AssetGraph, keys: list[dg.AssetKey], production: dg.DagsterInstance) -> str | None:
+    """The latest partition key production has materialized of ``keys``, else of their partitioned inputs."""
+    for candidates in (keys, sorted({p for k in keys for p in graph.get(k).parent_keys if p not in keys})):
+        partitioned = [k for k in candidates if graph.has(k) and graph.get(k).partitions_def is not None]
+        found = [p for k in partitioned for p in production.get_materialized_partitions(k)]
+        if found:
+            return max(found)
+    return None
 
 
 def widened(
@@ -197,18 +217,63 @@ def widened(
     return out
 
 
-def _clone(env: Environment, key: dg.AssetKey, production: str) -> int | None:
-    """Start the environment's ``key`` from a shallow clone of production's latest version (None: no table)."""
+def version_before(
+    production: dg.DagsterInstance, key: dg.AssetKey, location: str, start: str, latest: int
+) -> int | None:
+    """The newest Delta version of production's ``key`` from before it applied the range starting on ``start``:
+    the state the range's partitions were applied over. A ``history`` table's commits name the partition each
+    applied (the version before the first one at or after ``start`` since the last one before it); another
+    table's, the ``delta_version`` its materializations record. ``latest`` when production has not published the
+    range, or when one commit published partitions on both sides of ``start`` (a merge over a range: no version
+    holds the past alone); None when the table began with the range."""
+    import dagster as dg
+
+    from mesh_assets.settings import get_settings
+    from mesh_assets.storage.strategies.history import applied_in_log
+
+    applied = applied_in_log(location, get_settings().s3)
+    if applied:
+        last_before = max((v for v, p in applied if p[:10] < start), default=-1)
+        first = next((v for v, p in applied if p[:10] >= start and v > last_before), None)
+        return latest if first is None else (first - 1 if first > 0 else None)
+    if not any(p[:10] >= start for p in production.get_materialized_partitions(key)):
+        return latest
+    versions: dict[bool, list[int]] = {True: [], False: []}
+    cursor = None
+    while True:
+        found = production.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1000, cursor=cursor)
+        for record in found.records:
+            meta = record.asset_materialization.metadata
+            if "delta_version" in meta:
+                versions[(record.partition_key or "")[:10] >= start].append(int(meta["delta_version"].value))
+        if not found.has_more:
+            break
+        cursor = found.cursor
+    if not versions[True]:
+        return latest
+    first = min(versions[True])
+    if any(v >= first for v in versions[False]):
+        return latest
+    return first - 1 if first > 0 else None
+
+
+def _clone(env: Environment, key: dg.AssetKey, location: str, production: dg.DagsterInstance) -> int | None:
+    """Start the environment's ``key`` from a shallow clone of production's table as it was before the
+    environment's range (:func:`version_before`), so a table applying its partitions in order (``history``) applies
+    the range again over the state it followed from; None: no table to clone (the environment creates it)."""
     from mesh_assets.settings import get_settings
     from mesh_assets.storage.delta import path_identifier, version_or_none
     from mesh_assets.storage.resource import get_spark
 
-    version = version_or_none(production, get_settings().s3)
+    latest = version_or_none(location, get_settings().s3)
+    if latest is None:
+        return None
+    version = version_before(production, key, location, env.start, latest) if env.start else latest
     if version is None:
         return None
     target = env.location(*key.path)
     get_spark().sql(
-        f"CREATE TABLE {path_identifier(target)} SHALLOW CLONE {path_identifier(production)} VERSION AS OF {version}"
+        f"CREATE TABLE {path_identifier(target)} SHALLOW CLONE {path_identifier(location)} VERSION AS OF {version}"
     )
     return version
 
@@ -253,7 +318,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     import dagster as dg
 
     from mesh_assets.backfill.plan import BackfillError, partition_bounds
-    from mesh_assets.cli.change import plan_and_side, print_change_plan
+    from mesh_assets.cli.change import plan_and_side_or_say, print_change_plan
     from mesh_assets.definitions import executable_assets, mesh_definitions
     from mesh_assets.settings import get_settings, scoped_environ
     from mesh_assets.storage.delta import version_or_none
@@ -265,10 +330,8 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     if settings.environment is not None:
         console.print(f"[red]error[/red] already in environment {settings.environment} ({ENV_VARIABLE}): unset it")
         return 2
-    made = plan_and_side(args.base, production)
-    if isinstance(made, list):
-        for problem in made:
-            console.print(f"[red]error[/red] {problem}", highlight=False)
+    made = plan_and_side_or_say(args.base, production, console)
+    if made is None:
         return 2
     plan, side, graph = made
     print_change_plan(plan, console)
@@ -287,7 +350,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     for line in chosen.left_out:
         console.print(f"  left out of the environment: {line}", highlight=False)
     try:
-        start, end = _range(graph, chosen.keys, args)
+        start, end = _range(graph, chosen.keys, args, production)
         bounds = {k: partition_bounds(pd, start, end) for k in chosen.keys if (pd := graph.get(k).partitions_def)}
     except (BackfillError, ValueError) as exc:
         console.print(f"[red]error[/red] {exc}: nothing built", highlight=False)
@@ -308,7 +371,8 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
     )
     env.save()
     prod = TableRegistry(settings.warehouse_uri, settings.s3)
-    versions = {"/".join(k.path): v for k in chosen.cloned if (v := _clone(env, k, prod.location(*k.path))) is not None}
+    clones = {"/".join(k.path): _clone(env, k, prod.location(*k.path), production) for k in chosen.cloned}
+    versions = {ref: v for ref, v in clones.items() if v is not None}
     parents = {p for k in chosen.keys for p in graph.get(k).parent_keys if "/".join(p.path) not in env.tables}
     current = {"/".join(p.path): version_or_none(prod.location(*p.path), settings.s3) for p in parents}
     reads = {ref: v for ref, v in current.items() if v is not None}

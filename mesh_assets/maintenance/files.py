@@ -101,14 +101,15 @@ def stored_bytes(location: str) -> int | None:
 
 
 def table_files(location: str, s3: S3Settings, small_file_bytes: int, column: str | None) -> TableFiles | None:
-    """The table's files by value of ``column`` (its partition column; None: the whole table under ``None``);
-    None when there is no Delta table at ``location``."""
+    """The table's files by value of ``column`` (its partition column; None, or a column Delta does not partition
+    the table by: the whole table under ``None``); None when there is no Delta table at ``location``."""
     table = open_table(location, s3, files=True)
     if table is None:
         return None
     actions = table.get_add_actions(flatten=True)
     sizes = actions.column("size_bytes").to_pylist()
-    values = actions.column(f"partition.{column}").to_pylist() if column else [None] * len(sizes)
+    by = f"partition.{column}"  # a keyed table (merge, history, changes) is not partitioned in Delta: one group
+    values = actions.column(by).to_pylist() if by in actions.schema.names else [None] * len(sizes)
     found = TableFiles(table.version(), stored_bytes=stored_bytes(location))
     for value, size in zip(values, sizes, strict=True):
         text, literal = _value(value)

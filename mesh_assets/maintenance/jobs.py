@@ -62,6 +62,7 @@ def build_maintain_job(
 
     @dg.op(name=f"{domain}__{MAINTAIN_OP}", config_schema=config, required_resource_keys={RESOURCE_KEY})
     def _maintain(context):  # unannotated: Dagster cannot read a postponed annotation here
+        from mesh_assets.maintenance.feeds import feed_readers
         from mesh_assets.maintenance.maintain import maintain
         from mesh_assets.maintenance.slots import table_slot
         from mesh_assets.storage.environment import clones_by_table
@@ -89,6 +90,7 @@ def build_maintain_job(
                         compaction=context.op_config["compact"],
                         clean_up=context.op_config["vacuum"],
                         cloned_in=clones.get(f"{table.domain}/{table.name}", ()),
+                        feed_readers=feed_readers(graph, table),
                     )
                 )
             context.log.info(done[-1].describe())

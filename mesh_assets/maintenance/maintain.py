@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from mesh_assets.graph.resolve import Table
+from mesh_assets.graph.resolve import Node, Table
 from mesh_assets.maintenance.compact import Compacted, compact
+from mesh_assets.maintenance.feeds import held_by_feeds
 from mesh_assets.maintenance.files import TableFiles, table_files
 from mesh_assets.maintenance.vacuum import Cleaned, retention_hours, vacuum_unless_read
 from mesh_assets.model.product import Output
@@ -46,7 +47,8 @@ class Maintained:
             else:
                 known = clean.before is not None and clean.after is not None
                 freed = f", {clean.before - clean.after} bytes freed" if known else ""
-                parts.append(f"cleaned up (retention {clean.hours} h{freed})")
+                kept = f", {clean.held}" if clean.held else ""
+                parts.append(f"cleaned up (retention {clean.hours} h{kept}{freed})")
         if self.files is not None:
             parts.append(f"{self.files.files} file(s), {self.files.bytes} bytes")
         return f"{self.ref}: " + "; ".join(parts)
@@ -67,9 +69,11 @@ def maintain(
     compaction: bool = True,
     clean_up: bool = True,
     cloned_in: Sequence[str] = (),
+    feed_readers: Sequence[Node] = (),
 ) -> Maintained:
     """Compact (when due) and clean up ``table``; ``readers``: the keys of the tables that read it; ``cloned_in``:
-    the environments whose shallow clone of it reads production's files, which clean-up then leaves alone."""
+    the environments whose shallow clone of it reads production's files, which clean-up then leaves alone;
+    ``feed_readers``: the outputs reading its change feed, whose unconsumed versions clean-up keeps."""
     location = registry.location(table.domain, table.name)
     column = table.partition_column if table.grain.partitioned else None
     files = table_files(location, registry.s3, settings.small_file_bytes, column)
@@ -84,6 +88,9 @@ def maintain(
             envs = ", ".join(cloned_in)
             cleaned = Cleaned(hours, skipped=f"shallow clone in environment(s) {envs} reads its files: mesh env drop")
         else:
-            cleaned = vacuum_unless_read(spark, instance, location, hours, registry.s3, [table.key, *readers])
+            found = held_by_feeds(registry, table, list(feed_readers))
+            held = (found.hours, found.why) if found is not None else None
+            keys = [table.key, *readers]
+            cleaned = vacuum_unless_read(spark, instance, location, hours, registry.s3, keys, held)
     after = table_files(location, registry.s3, settings.small_file_bytes, column)
     return Maintained(table.ref, compacted, cleaned, after)

@@ -5,11 +5,14 @@ say the same (``delta.deletedFileRetentionDuration``), with its log kept at leas
 (``delta.logRetentionDuration``, 30 days at least): a version within the retention can still be read and
 restored (``mesh restore``). A run reads its inputs at the versions they had when it started, so a table that a
 running run reads, or that one writes, is skipped with the run named: its pinned version's files stay until a
-later pass. A clean-up commits no data change (its log entries are ``VACUUM START`` / ``VACUUM END``).
+later pass. A table whose Change Data Feed a ``changes`` output has not consumed in full keeps longer, its
+properties and log too: back to the version that output consumed (:mod:`~mesh_assets.maintenance.feeds`) and a
+week more. A clean-up commits no data change (its log entries are ``VACUUM START`` / ``VACUUM END``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +38,8 @@ class Cleaned:
     before: int | None = None
     after: int | None = None
     skipped: str | None = None
+    held: str | None = None
+    """Why the retention is longer than the tier's: the change feed reader it keeps versions for."""
 
 
 def retention_hours(tier: str, settings: MaintenanceSettings) -> int:
@@ -42,20 +47,26 @@ def retention_hours(tier: str, settings: MaintenanceSettings) -> int:
     return max(settings.retention_hours.get(tier, MIN_RETENTION_HOURS), MIN_RETENTION_HOURS)
 
 
-def retention_properties(hours: int) -> dict[str, str]:
-    """The table properties that make Delta keep what ``hours`` of retention promise."""
+def retention_properties(hours: int, log_hours: int = LOG_RETENTION_HOURS) -> dict[str, str]:
+    """The table properties that make Delta keep what ``hours`` of retention promise (and its log ``log_hours``)."""
     return {
         "delta.deletedFileRetentionDuration": f"interval {hours} hours",
-        "delta.logRetentionDuration": f"interval {max(hours, LOG_RETENTION_HOURS)} hours",
+        "delta.logRetentionDuration": f"interval {max(hours, log_hours, LOG_RETENTION_HOURS)} hours",
     }
 
 
-def keep_retention(spark: SparkSession, location: str, hours: int, s3: S3Settings) -> bool:
+def log_hours_for(retain: int) -> int:
+    """The log retention that covers ``retain`` hours, in whole steps of 30 days (so a retention held back for a
+    change feed reader changes the table's properties, a commit, at most once a month)."""
+    return LOG_RETENTION_HOURS * max(1, math.ceil(retain / LOG_RETENTION_HOURS))
+
+
+def keep_retention(spark: SparkSession, location: str, hours: int, s3: S3Settings, log_hours: int = 0) -> bool:
     """Set the retention properties on the table unless it has them already (each change is a commit, with no
     data change); whether it set them."""
     table = open_table(location, s3)
     current = table.metadata().configuration if table is not None else {}
-    wanted = retention_properties(hours)
+    wanted = retention_properties(hours, log_hours)
     if all(current.get(k) == v for k, v in wanted.items()):
         return False
     pairs = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
@@ -79,12 +90,25 @@ def runs_reading(instance: dg.DagsterInstance, keys: Iterable[dg.AssetKey]) -> l
     return [run.run_id for run in running if wanted & _planned(instance, run)]
 
 
-def vacuum(spark: SparkSession, location: str, hours: int, s3: S3Settings) -> Cleaned:
-    """Delete the files no version of the last ``hours`` needs, after setting the table's retention to match."""
-    keep_retention(spark, location, hours, s3)
+def held_retention(hours: int, held: int) -> int:
+    """The retention that keeps versions ``held`` hours old readable until the next pass, whole weeks of it: Delta
+    refuses to read (time travel, a change feed) a version older than the table's ``deletedFileRetentionDuration``,
+    so a version a reader still needs keeps it a week past its age (the table's properties change, a commit, at
+    most once a week while the reader lags)."""
+    week = MIN_RETENTION_HOURS
+    return max(hours, week * math.ceil((held + week) / week))
+
+
+def vacuum(
+    spark: SparkSession, location: str, hours: int, s3: S3Settings, held: tuple[int, str] | None = None
+) -> Cleaned:
+    """Delete the files no version of the last ``hours`` needs, after setting the table's retention to match;
+    ``held``: the age in hours of the oldest version a reader still needs, and why (:func:`held_retention`)."""
+    retain = held_retention(hours, held[0]) if held else hours
+    keep_retention(spark, location, retain, s3, log_hours_for(retain))
     before = stored_bytes(location)
-    spark.sql(f"VACUUM {path_identifier(location)} RETAIN {hours} HOURS").collect()
-    return Cleaned(hours, before, stored_bytes(location))
+    spark.sql(f"VACUUM {path_identifier(location)} RETAIN {retain} HOURS").collect()
+    return Cleaned(retain, before, stored_bytes(location), held=held[1] if held and retain > hours else None)
 
 
 def vacuum_unless_read(
@@ -94,10 +118,11 @@ def vacuum_unless_read(
     hours: int,
     s3: S3Settings,
     readers: Iterable[dg.AssetKey],
+    held: tuple[int, str] | None = None,
 ) -> Cleaned:
     """:func:`vacuum`, or skipped, naming the runs, while a running run reads or writes the table (``readers``:
     its key and its readers' keys)."""
     running = runs_reading(instance, readers)
     if running:
         return Cleaned(hours, skipped=f"read by running run(s) {', '.join(running)}: cleaned up by a later pass")
-    return vacuum(spark, location, hours, s3)
+    return vacuum(spark, location, hours, s3, held)

@@ -27,7 +27,7 @@ from mesh_assets.model.product import PySparkTransformation, SqlTransformation
 from mesh_assets.run.context import ProductContext
 from mesh_assets.run.enclosure import enclosed, masked
 from mesh_assets.storage.delta import version_or_none
-from mesh_assets.storage.lake import open_table
+from mesh_assets.storage.lake import history, open_table
 from mesh_assets.storage.tables import TableNotFoundError, TableRegistry
 
 Versions = dict[tuple[str, str], int]
@@ -61,7 +61,7 @@ def consumed(registry: TableRegistry, node: Node) -> dict[str, int]:
     table = open_table(registry.location(node.table.domain, node.table.name), registry.s3)
     if table is None:
         return {}
-    for info in table.history(1000):
+    for info in history(table, 1000):
         recorded = json.loads(info.get("userMetadata") or "{}").get(CHANGE_FEED)
         if recorded:
             return json.loads(recorded)

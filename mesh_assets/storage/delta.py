@@ -18,7 +18,7 @@ from mesh_assets.engine.session import is_connect
 from mesh_assets.model.grain import Grain, midnight, region_key, utc
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.settings import S3Settings
-from mesh_assets.storage.lake import open_table
+from mesh_assets.storage.lake import history, open_table
 
 
 def path_identifier(location: str) -> str:
@@ -63,7 +63,7 @@ def committed_version(location: str, metadata: str | None, s3: S3Settings, after
     if not metadata:
         return latest
     oldest = -1 if after is None else after
-    for info in table.history(20 if after is None else max(latest - after, 1)):
+    for info in history(table, 20 if after is None else max(latest - after, 1)):
         if info["version"] > oldest and info.get("userMetadata") == metadata:
             return info["version"]
     raise CommitNotFound(

@@ -55,3 +55,16 @@ def open_table(location: str, s3: S3Settings, version: int | None = None, files:
         return DeltaTable(uri, version=version, storage_options=options, without_files=not files)
     except TableNotFoundError:
         return None
+
+
+def history(table: DeltaTable, limit: int) -> list[dict]:
+    """The table's newest ``limit`` commits, newest first. A shallow clone's first commit (``CLONE``, which an
+    environment starts from) records ``readVersion: -1``, which delta-rs cannot parse: such a table's history is
+    read without it (it wrote no rows of its own, so no caller looks for it)."""
+    from deltalake.exceptions import DeltaProtocolError
+
+    try:
+        return table.history(limit)
+    except DeltaProtocolError:
+        newest = min(limit, table.version())
+        return table.history(newest) if newest > 0 else []

@@ -29,9 +29,10 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "environments" / "d
 DAYS = ["2021-06-01", "2021-06-02", "2021-06-03", "2021-06-04"]
 AMOUNTS = {"2021-06-01": [1, 2], "2021-06-02": [3], "2021-06-03": [4, 5], "2021-06-04": [6]}
 TABLES = [("tr", "raw_sales"), ("tr", "daily_sales"), ("tr", "two_day_sales"), ("tr", "running_sales")]
-TABLES += [("rep", "daily_report")]
+TABLES += [("rep", "daily_report"), ("tr", "amount_history")]
 KEYS = [dg.AssetKey(["tr", "daily_sales"]), dg.AssetKey(["tr", "two_day_sales"])]
 KEYS += [dg.AssetKey(["tr", "running_sales"]), dg.AssetKey(["rep", "daily_report"])]
+KEYS += [dg.AssetKey(["tr", "amount_history"])]
 
 
 @dataclass
@@ -127,6 +128,21 @@ def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(p
     assert "does not compute tr/daily_sales" in capsys.readouterr().out
 
 
+def test_days_counts_back_from_the_latest_day_production_published(production: Production):
+    """``--days 2`` without ``--to``: the last two days production published (its partitions run to today)."""
+    sql = production.domains / "rep" / "defs" / "report" / "daily_report.sql"
+    edit(sql, "amount AS amount", "amount + 100 AS amount")
+    try:
+        assert main(["apply", "--env", "lastdays", "--days", "2"]) == 0
+    finally:
+        edit(sql, "amount + 100 AS amount", "amount AS amount")
+
+    manifest = json.loads((production.home / "envs" / "lastdays" / "environment.json").read_text())
+    assert (manifest["start"], manifest["end"]) == ("2021-06-03", "2021-06-04")
+    location = table_location("lastdays", "rep", "daily_report")
+    assert production.read(location, "amount") == {"2021-06-03": 109, "2021-06-04": 106}
+
+
 def test_a_pyspark_change_reaches_its_readers_and_its_own_past_starts_from_a_clone(production: Production, capsys):
     sales = production.domains / "tr" / "sales.py"
     versions, events = production.versions(), production.events()
@@ -184,6 +200,42 @@ def test_drop_deletes_the_environment_alone(production: Production):
     assert production.events() == events
     daily = production.read(production.mesh.registry.location("tr", "daily_sales"), "amount")
     assert daily == {"2021-06-01": 3, "2021-06-02": 3, "2021-06-03": 9, "2021-06-04": 6}
+
+
+def test_a_history_change_starts_from_production_as_it_was_before_the_range(production: Production):
+    """A history table applies its partitions in order: the environment's clone is production's version from before
+    the range's first partition (days 1 and 2 applied), not its latest (day 4 applied), so the range is applied
+    again over the state it followed from."""
+    code = production.domains / "tr" / "amounts.py"
+    versions, events = production.versions(), production.events()
+    edit(code, 'raw.select("id", "amount")', 'raw.select("id", (raw["amount"] * 10).alias("amount"))')
+    try:
+        assert main(["apply", "--env", "hist", "--from", "2021-06-03", "--to", "2021-06-04"]) == 0
+    finally:
+        edit(code, 'raw.select("id", (raw["amount"] * 10).alias("amount"))', 'raw.select("id", "amount")')
+
+    rows = production.mesh.spark.read.format("delta").load(table_location("hist", "tr", "amount_history")).collect()
+
+    def day(moment) -> str | None:
+        return moment.date().isoformat() if moment is not None else None
+
+    assert {(r["id"], r["amount"], day(r["valid_from"]), day(r["valid_to"])) for r in rows} == {
+        (0, 1, "2021-06-01", "2021-06-02"),  # production's versions of days 1 and 2
+        (1, 2, "2021-06-01", "2021-06-02"),
+        (0, 3, "2021-06-02", "2021-06-03"),  # closed by the environment's day 3
+        (0, 40, "2021-06-03", "2021-06-04"),
+        (1, 50, "2021-06-03", "2021-06-04"),
+        (0, 60, "2021-06-04", None),
+    }
+    manifest = json.loads((production.home / "envs" / "hist" / "environment.json").read_text())
+    production_history = open_table(
+        production.mesh.registry.location("tr", "amount_history"), production.mesh.settings.s3
+    )
+    applied = [json.loads(c.get("userMetadata") or "{}").get("history_partition") for c in production_history.history()]
+    [day_two] = [c["version"] for c in production_history.history() if "2021-06-02" in (c.get("userMetadata") or "")]
+    assert "2021-06-04" in applied and manifest["clone_versions"] == {"tr/amount_history": day_two}
+    assert production.versions() == versions
+    assert production.events() == events
 
 
 def test_promotion_publishes_what_the_environment_computed_and_leaves_a_moved_input_to_recompute(

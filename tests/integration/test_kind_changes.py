@@ -6,8 +6,9 @@ Events are ``(op, id, name, changed_at)``; ``op = 'D'`` deletes the key and ``op
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -313,3 +314,50 @@ def test_a_change_feed_turned_on_later_is_set_on_the_existing_table(spark, tmp_p
     changed = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(location)
     written = "update_postimage" if kind.keyed else "insert"  # the commit after the property: in the feed
     assert written in {r["_change_type"] for r in changed.collect()}
+
+
+def aged(location: str, days: int) -> None:
+    """Make every commit and file of the Delta table at ``location`` look ``days`` old, as clean-up judges age:
+    the log's commit, add and remove times and every file's modification time."""
+    then = datetime.now(UTC) - timedelta(days=days)
+    ms = int(then.timestamp() * 1000)
+    stamps = {"commitInfo": "timestamp", "add": "modificationTime", "remove": "deletionTimestamp"}
+    for path in sorted(Path(location).rglob("*")):
+        if path.suffix == ".json" and path.parent.name == "_delta_log":
+            actions = [json.loads(line) for line in path.read_text().splitlines() if line]
+            for action in actions:
+                for kind, field in stamps.items():
+                    if kind in action and field in action[kind]:
+                        action[kind][field] = ms
+            path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+            path.with_name(f".{path.name}.crc").unlink(missing_ok=True)  # the local file system's checksum
+        if path.is_file():
+            os.utime(path, (then.timestamp(), then.timestamp()))
+
+
+def test_clean_up_keeps_every_version_of_a_change_feed_its_changes_reader_has_not_consumed(feed):
+    """``customer_copy`` consumed ``customers``' feed up to a version; two commits of customers followed, then ten
+    days passed before the weekly clean-up: a 7-day VACUUM would delete the feed's files of the commits not
+    consumed yet. Clean-up keeps them, so the copy's next run applies them."""
+    feed.land("2021-06-01", DAY1)
+    feed.run(CURRENT, "2021-06-01")
+    feed.run(COPY, "2021-06-01")
+    feed.land("2021-06-02", DAY2)
+    feed.run(CURRENT, "2021-06-02")
+    feed.land("2021-06-03", DAY3)
+    feed.run(CURRENT, "2021-06-03")
+    aged(feed.location(CURRENT), days=10)
+
+    job = feed.defs.get_job_def("cdc__maintain")
+    config = {"ops": {"cdc__maintain_tables": {"config": {"tables": ["customers"], "compact": False}}}}
+    done = job.execute_in_process(run_config=config, instance=feed.instance, resources={"mesh": feed.mesh})
+
+    assert feed.run(COPY, "2021-06-03", raise_on_error=False).success
+    rows = feed.spark.read.format("delta").load(feed.location(COPY)).collect()
+    assert {r["id"]: r["name"] for r in rows} == {2: "bob c", 3: "cat new", 4: "dan"}
+    [cleaned] = done.output_for_node("cdc__maintain_tables")
+    hours = cleaned.cleaned.hours
+    assert cleaned.cleaned.skipped is None and hours > 240  # back to the unconsumed commits, a week more
+    properties = DeltaTable.forPath(feed.spark, feed.location(CURRENT)).detail().collect()[0]["properties"]
+    assert properties["delta.deletedFileRetentionDuration"] == f"interval {hours} hours"  # Delta reads that far
+    assert "kept for cdc.customer_copy, which consumed its change feed up to version" in cleaned.describe()

@@ -17,7 +17,7 @@ from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.maintenance.compact import optimize_sql
 from mesh_assets.maintenance.retired import retired_tables
-from mesh_assets.maintenance.vacuum import retention_hours, retention_properties
+from mesh_assets.maintenance.vacuum import held_retention, log_hours_for, retention_hours, retention_properties
 from mesh_assets.model.product import Column, Output
 from mesh_assets.settings import MaintenanceSettings, S3Settings, get_settings
 from mesh_assets.storage.data_changes import data_changed_after
@@ -57,6 +57,14 @@ def test_retention_is_per_tier_and_never_under_a_week():
     assert retention_properties(168)["delta.logRetentionDuration"] == "interval 720 hours"  # log: 30 days at least
     with pytest.raises(ValidationError, match=r"maintenance.retention_hours \(t2: 24\) is shorter than 168 hours"):
         MaintenanceSettings(retention_hours={"t2": 24})
+
+
+def test_a_version_a_change_feed_reader_still_needs_stays_readable_a_week_past_its_age():
+    assert held_retention(168, 241) == 504  # 10 days old: whole weeks covering it and the week to the next pass
+    assert held_retention(168, 2) == 336  # a day's lag past a week would already be refused by Delta
+    assert held_retention(2160, 241) == 2160  # the tier's retention covers it already
+    assert log_hours_for(504) == 720 and log_hours_for(1000) == 1440  # the log: whole 30 days, 30 at least
+    assert retention_properties(504, log_hours_for(504))["delta.logRetentionDuration"] == "interval 720 hours"
 
 
 def test_optimize_names_the_partitions_and_the_zorder_columns():

@@ -32,8 +32,9 @@ from pyspark.sql import functions as F
 from mesh_assets.model.errors import Refused
 from mesh_assets.model.grain import timestamp_text
 from mesh_assets.model.kinds import History
+from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import version_or_none
-from mesh_assets.storage.lake import open_table
+from mesh_assets.storage.lake import history, open_table
 from mesh_assets.storage.strategies.merging import keys_match, merge_commit, quoted, same_row
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
@@ -178,7 +179,7 @@ class Applying:
     def latest_applied(self) -> str | None:
         """The partition key the table's latest history commit applied, from the log (None: none names one)."""
         table = open_table(self.target.location, self.target.s3)
-        for info in table.history(LOOK_BACK) if table is not None else ():
+        for info in history(table, LOOK_BACK) if table is not None else ():
             try:
                 metadata = json.loads(info.get("userMetadata") or "null")
             except ValueError:
@@ -292,3 +293,18 @@ def _same_keys(lefts: list[Column], rights: list[Column]) -> Column:
     for a, b in zip(lefts, rights, strict=True):
         cond = cond & a.eqNullSafe(b)
     return cond
+
+
+def applied_in_log(location: str, s3: S3Settings) -> list[tuple[int, str]]:
+    """``(version, partition key)`` of every commit of the table that names the partition it applied, oldest
+    first (none for a table of another kind)."""
+    table = open_table(location, s3)
+    found = []
+    for info in history(table, table.version() + 1) if table is not None else ():
+        try:
+            metadata = json.loads(info.get("userMetadata") or "null")
+        except ValueError:
+            continue
+        if isinstance(metadata, dict) and isinstance(metadata.get(APPLIED), str):
+            found.append((info["version"], metadata[APPLIED]))
+    return sorted(found)

@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 
 from mesh_assets.engine.session import scoped_conf
 from mesh_assets.storage.delta import path_identifier, version_or_none
-from mesh_assets.storage.lake import open_table
+from mesh_assets.storage.lake import history, open_table
 from mesh_assets.storage.schema import schema_options
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import CREATED_FIRST, WriteResult, partition_counts, write_failed
@@ -43,7 +43,7 @@ def commit_of(location: str, target: Target, after: int | None) -> dict[str, Any
         return None
     latest = table.version()
     oldest = -1 if after is None else after
-    for info in table.history(max(latest - oldest, 1)):
+    for info in history(table, max(latest - oldest, 1)):
         if info["version"] > oldest and info.get("userMetadata") == target.metadata:
             return info
     return None
