@@ -14,15 +14,13 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
+import automation_worlds as worlds
 import dagster as dg
 import pytest
 from dagster._core.definitions.automation_condition_sensor_definition import MAX_ENTITIES
 from runless import report_checks
 
-from mesh_assets.assets.outputs import build_output_asset
-from mesh_assets.assets.specs import external_spec
 from mesh_assets.automation import sensors as sensors_module
-from mesh_assets.automation.conditions import output_condition
 from mesh_assets.definitions import build_definitions
 from mesh_assets.engine.identity import IDENTITY_TAG
 from mesh_assets.graph.discovery import DomainSpecs
@@ -110,18 +108,11 @@ def domains() -> dict[str, DomainSpecs]:
 
 
 def whole_mesh() -> dg.Definitions:
-    graph = MeshGraph(domains())
-    up = graph.products_of("up")[0]
-    assets: list = [external_spec(up, t) for t in graph.tables.values() if t.external]
-    assets += [build_output_asset(node, output_condition(node)) for node in graph.nodes.values()]
-    return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
+    return worlds.whole_mesh(domains())
 
 
 def down_location() -> dg.Definitions:
-    """The ``down`` domain's code location: its own products, and ``up``'s tables as the catalog describes them."""
-    every = domains()
-    up = list(MeshGraph({"up": every["up"]}).tables.values())
-    return build_definitions({"down": every["down"]}, only={"down"}, extra=up)
+    return worlds.down_location(domains())
 
 
 BUILDS = {"whole mesh": whole_mesh, "down's code location": down_location}

@@ -11,15 +11,11 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
+import automation_worlds as worlds
 import dagster as dg
 import pytest
 
-from mesh_assets.assets.outputs import build_output_asset
-from mesh_assets.assets.specs import external_spec
-from mesh_assets.automation.conditions import output_condition
-from mesh_assets.definitions import build_definitions
 from mesh_assets.graph.discovery import DomainSpecs
-from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.model.product import DataProduct, ExternalTable, Input, Output, PySparkTransformation, Window
 
 DAYS = dg.AssetKey(["up", "raw_days"])
@@ -76,17 +72,11 @@ def domains() -> dict[str, DomainSpecs]:
 
 
 def whole_mesh() -> dg.Definitions:
-    graph = MeshGraph(domains())
-    up = graph.products_of("up")[0]
-    assets: list = [external_spec(up, t) for t in graph.tables.values() if t.external]
-    assets += [build_output_asset(node, output_condition(node)) for node in graph.nodes.values()]
-    return dg.Definitions(assets=assets, resources={"mesh": dg.ResourceDefinition.none_resource()})
+    return worlds.whole_mesh(domains())
 
 
 def down_location() -> dg.Definitions:
-    every = domains()
-    up = list(MeshGraph({"up": every["up"]}).tables.values())
-    return build_definitions({"down": every["down"]}, only={"down"}, extra=up)
+    return worlds.down_location(domains())
 
 
 class Ticker:
