@@ -27,6 +27,7 @@ SUITE = [
     "history",
     "observer_tick",
     "automation_tick",
+    "automation_regions",
     "domain_isolation",
     "demo_end_to_end",
     "demo_stages",

@@ -39,9 +39,14 @@ START = (date.today() - timedelta(days=PARTITIONS)).isoformat()
 """Both meshes' daily partitions are open-ended, like every Mesh product's: 730 of them as of today."""
 
 
-def write_mesh(root: Path, assets: int, per_domain: int = PRODUCTS_PER_DOMAIN) -> None:
+REGIONS = "{eu: Europe/Madrid, latam: America/Sao_Paulo, apac: Asia/Singapore}"
+"""Three regions, each day from its own local midnight (``write_mesh(..., regions=True)``)."""
+
+
+def write_mesh(root: Path, assets: int, per_domain: int = PRODUCTS_PER_DOMAIN, regions: bool = False) -> None:
     """``assets`` SQL products in domains of ``per_domain``, each reading the previous one (chains of
-    ``CHAIN``), with two checks; each domain a code location of its own (``definitions.py``)."""
+    ``CHAIN``), with two checks; each domain a code location of its own (``definitions.py``). With ``regions``,
+    every table (the raw external one too) is partitioned by date and :data:`REGIONS`."""
     domains = max(1, -(-assets // per_domain))
     for d in range(domains):
         folder = root / f"d{d:02d}"
@@ -56,10 +61,12 @@ def write_mesh(root: Path, assets: int, per_domain: int = PRODUCTS_PER_DOMAIN) -
                 f"start_date: {START}",
             ]
             if p == 0:
-                lines += ["external:", "  - {table: raw, partitioning: daily}"]
+                raw = f"  - {{table: raw, partitioning: daily, regions: {REGIONS}}}" if regions else None
+                lines += ["external:", raw or "  - {table: raw, partitioning: daily}"]
             lines += [
                 "tables:",
                 f"  - table: t{p:02d}",
+                *([f"    regions: {REGIONS}"] if regions else []),
                 "    published: true",
                 f"    inputs: [{{table: {source}}}]",
                 f"    sql: SELECT id, amount FROM {source}",
