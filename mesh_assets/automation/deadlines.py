@@ -8,7 +8,9 @@ when the input partitions P needs are not all published ``freshness_hours`` afte
 consumer wait for it (readiness holds them back): it is flagged on those partitions and told to the consumer's
 owners and the input's, once per publication of the input that went stale. Each flag is a runless
 observation on the consumer's partition (it shows on the partition's timeline in the UI) and one alert; the
-sensor's cursor remembers what it flagged, so a flag is raised once.
+sensor's cursor remembers what it flagged, so a flag is raised once. A timed-out input declared
+``on_timeout: fail`` also launches its reader's partition once, for readiness to refuse it: the partition shows
+failed rather than waiting.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from mesh_assets.run.readiness import unready
 from mesh_assets.settings import AlertSettings, AutomationSettings
 
 LOOKBACK_PARTITIONS = 7
+TIMED_OUT_TAG = "mesh/timed_out"
+"""On the run launched to fail a partition whose input timed out: the input's name."""
 log = logging.getLogger(__name__)
 
 
@@ -77,6 +81,7 @@ def late_inputs(instance: dg.DagsterInstance, nodes: list[Node], now: datetime) 
                                 "table": node.table.name,
                                 "param": read.name,
                                 "upstream": upstream,
+                                "fail": label == "timed_out" and inp.on_timeout == "fail",
                             }
                         )
     return flags
@@ -191,9 +196,13 @@ def build_deadline_sensor(
     if not watched:
         return None
 
+    failing = [n.table.key for n in watched if any(r.input.on_timeout == "fail" for r in n.reads)]
+
     @dg.sensor(
         name=f"{domain}__input_deadlines",
-        description=f"Flags {domain}'s partitions whose inputs miss their freshness or timeout.",
+        description=f"Flags {domain}'s partitions whose inputs miss their freshness or timeout; fails those whose "
+        "input timed out with on_timeout: fail.",
+        asset_selection=failing or None,
         minimum_interval_seconds=settings.observer_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if settings.enabled else dg.DefaultSensorStatus.STOPPED,
     )
@@ -212,12 +221,14 @@ def evaluate_deadlines(
 ) -> dg.SensorResult:
     """One tick: new flags become observations and alerts; the cursor keeps them from repeating."""
     seen = set(json.loads(cursor)) if cursor else set()
-    events = []
+    events, failed = [], []
     for flag in late_inputs(instance, nodes, now):
         ident = f"{'/'.join(flag['asset'])}|{flag['partition']}|{flag['input']}|{flag['kind']}"
         if ident in seen:
             continue
         seen.add(ident)
+        if flag["fail"]:
+            failed.append(_fail(flag))
         product: DataProduct = flag["product"]
         message = (
             f"input {flag['input']} {flag['kind'].replace('_', ' ')} ({flag['hours']} h) for "
@@ -260,7 +271,18 @@ def evaluate_deadlines(
             continue
         seen.add(ident)
         events += _flag_stale(flag, alerts, Outbox(instance, flag["product"].domain, "deadlines"))
-    return dg.SensorResult(asset_events=events, cursor=json.dumps(sorted(seen)))
+    return dg.SensorResult(run_requests=failed, asset_events=events, cursor=json.dumps(sorted(seen)))
+
+
+def _fail(flag: dict) -> dg.RunRequest:
+    """A run of the timed-out partition (``on_timeout: fail``): readiness refuses it for the missing input, so
+    the partition shows failed, the failure is alerted, and automation stops waiting until the input lands."""
+    return dg.RunRequest(
+        run_key=f"timed_out|{'/'.join(flag['asset'])}|{flag['partition']}|{flag['input']}",
+        asset_selection=[dg.AssetKey(flag["asset"])],
+        partition_key=flag["partition"],
+        tags={TIMED_OUT_TAG: flag["input"]},
+    )
 
 
 def _flag_stale(flag: dict, alerts: AlertSettings, outbox: Outbox) -> list[dg.AssetObservation]:

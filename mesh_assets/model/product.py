@@ -67,6 +67,11 @@ class Input(Strict):
     Read whole (``window: all``, an unpartitioned table): the oldest the table may be, counted from when it was
     last published (or observed, for an external table); an older one refuses the run."""
     timeout_hours: float | None = Field(default=None, gt=0)
+    """Read partition by partition: how long after the output's partition closed a missing input partition has
+    timed out (its owners and the reader's are told)."""
+    on_timeout: Literal["wait", "fail"] = "wait"
+    """What a partition whose input timed out does: ``wait`` for the input (automation runs it once it lands), or
+    ``fail``: a run of it is launched, refused for the missing input, and the partition shows failed."""
     min_complete: float | None = Field(default=None, gt=0, le=1)
     """Read partition by partition: the share of the window's input partitions (published, blocking checks
     passed) that lets a partition be computed without the rest (``0.95``: a rollup of 96 quarter hours runs with
@@ -83,6 +88,13 @@ class Input(Strict):
     @classmethod
     def _ref(cls, value: str) -> str:
         split_table_ref(value, default_domain="x")
+        return value
+
+    @field_validator("on_timeout")
+    @classmethod
+    def _fails_only_after_a_timeout(cls, value: str, info: ValidationInfo) -> str:
+        if value == "fail" and info.data.get("timeout_hours") is None:
+            raise ValueError("on_timeout: fail needs timeout_hours (how long after its partition closed to fail)")
         return value
 
     def ref(self, domain: str) -> tuple[str, str]:

@@ -11,9 +11,10 @@ from pathlib import Path
 import dagster as dg
 from zones import local_time_zone
 
-from mesh_assets.automation.deadlines import build_deadline_sensor, evaluate_deadlines
+from mesh_assets.automation.deadlines import TIMED_OUT_TAG, build_deadline_sensor, evaluate_deadlines
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph, Node
+from mesh_assets.graph.validate import validate
 from mesh_assets.settings import get_settings
 
 DOMAINS = Path(__file__).resolve().parents[2] / "domains"
@@ -244,3 +245,56 @@ def test_a_stale_dimension_flags_the_waiting_partitions_and_alerts_both_owners_o
     instance.report_runless_asset_event(dg.AssetMaterialization(menu))  # published again, then stale again
     anew = evaluate_deadlines(instance, nodes, again.cursor, later + timedelta(hours=2))
     assert len(anew.asset_events) == 7 and len(receiver) == 4
+
+
+FAILING = """\
+name: ops
+owner: ops@example.com
+contacts: [{kind: chat, value: "#ops"}]
+start_date: 2021-06-01
+end_date: 2021-07-01
+external:
+  - {table: raw_orders}
+tables:
+  - table: orders_failing
+    inputs: [{table: raw_orders, timeout_hours: 2, on_timeout: fail}]
+    sql: SELECT * FROM ops.raw_orders
+  - table: orders_waiting
+    inputs: [{table: raw_orders, timeout_hours: 2}]
+    sql: SELECT * FROM ops.raw_orders
+"""
+
+
+def test_on_timeout_fail_launches_the_timed_out_partition_to_fail_it_and_wait_launches_nothing(tmp_path):
+    """A partition whose input timed out runs once (``on_timeout: fail``), for readiness to refuse it and the
+    partition to show failed; ``wait``, the default, keeps waiting for automation to run it once it lands."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "ops.yaml").write_text(FAILING)
+    nodes = MeshGraph(load_all(tmp_path), []).nodes_of("ops")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(dg.AssetKey(["ops", "raw_orders"]), partition="2021-06-01")
+    )
+
+    early = evaluate_deadlines(instance, nodes, None, datetime(2021, 6, 3, 1))  # 2021-06-02 closed 1 h ago
+    assert early.run_requests == []
+    tick = evaluate_deadlines(instance, nodes, early.cursor, datetime(2021, 6, 3, 3))
+    failing = dg.AssetKey(["ops", "orders_failing"])
+    launched = [(r.asset_selection, r.partition_key, r.tags[TIMED_OUT_TAG]) for r in tick.run_requests]
+    assert launched == [([failing], "2021-06-02", "ops.raw_orders")]
+    assert evaluate_deadlines(instance, nodes, tick.cursor, datetime(2021, 6, 3, 4)).run_requests == []
+
+    sensor = build_deadline_sensor("ops", nodes, get_settings().automation)
+    waiting = dg.AssetKey(["ops", "orders_waiting"])
+    graph = dg.Definitions(assets=[dg.AssetSpec(failing), dg.AssetSpec(waiting)]).resolve_asset_graph()
+    assert sensor is not None and sensor.asset_selection.resolve(graph) == {failing}  # what it may launch
+
+
+def test_on_timeout_fail_without_a_timeout_is_refused_naming_the_field(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "ops.yaml").write_text(FAILING.replace("timeout_hours: 2, on_timeout", "on_timeout"))
+    errors = validate(load_all(tmp_path))
+    assert [(e.file.rsplit("/", 1)[-1], e.line, e.field) for e in errors] == [
+        ("ops.yaml", 10, "tables.0.inputs.raw_orders.on_timeout")
+    ]
+    assert "on_timeout: fail needs timeout_hours" in errors[0].message
