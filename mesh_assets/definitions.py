@@ -89,7 +89,7 @@ def build_invalidate_job(
             for evaluation in failed_checks(context.instance, m, f"run {context.run_id}") if m.held else ():
                 context.log_event(evaluation)
             context.log.info(m.describe())
-        problems = notify(mesh, marked, alerts, context.run_id)
+        problems = notify(mesh, marked, alerts, context.run_id, context.instance)
         for problem in problems:
             context.log.warning(problem)
         return marked, problems

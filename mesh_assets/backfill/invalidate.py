@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from mesh_assets.alerts.notify import Alert, chat_channel, deliver, describe_failure, email_addresses, linked, run_url
+from mesh_assets.alerts.queue import Outbox
 from mesh_assets.assets.catalog import CatalogMesh
 from mesh_assets.backfill.plan import BackfillError, downstream_partitions, parse_asset_key, partition_bounds
 from mesh_assets.checks.results import target_of
@@ -172,12 +173,23 @@ def _consequence(marked: Marked) -> str:
     return f"; computed from it, {marked.describe()}: consumers wait until it is re-run"
 
 
-def notify(mesh: CatalogMesh, marked: list[Marked], settings: AlertSettings, run_id: str | None = None) -> list[str]:
+def notify(
+    mesh: CatalogMesh,
+    marked: list[Marked],
+    settings: AlertSettings,
+    run_id: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> list[str]:
     """One alert per table reached (marked or not) to its domain's channel and its email contacts; why each
-    alert that could not be sent failed (a run's alerts are not retried: its log keeps them)."""
-    problems = []
+    alert that could not be sent failed. A run's (``run_id`` on ``instance``) wait in its own queue for the
+    domain's alert sensor to retry them (:mod:`mesh_assets.alerts.queue`)."""
+    problems: list[str] = []
     for m in marked:
-        alert = linked(_alert(mesh, m, marked[0], run_id, settings), settings)
+        alert = _alert(mesh, m, marked[0], run_id, settings)
+        if instance is not None and run_id is not None:
+            Outbox.of_run(instance, alert.domain, run_id).send(alert, settings, problems.append)
+            continue
+        alert = linked(alert, settings)
         problems += [describe_failure(alert, via, reason) for via, reason in deliver(alert, settings).items()]
     return problems
 

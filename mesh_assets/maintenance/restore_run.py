@@ -178,7 +178,7 @@ def restore_in_run(context: Any, mesh: MeshResource, domain: str, graph: MeshGra
             context.log_event(evaluation)
         context.log.info(m.describe())
     root = Marked(table.key, aim.partitions, reason)
-    problems = notify(catalog, [root, *marked], alerts, context.run_id) if marked else []
+    problems = notify(catalog, [root, *marked], alerts, context.run_id, context.instance) if marked else []
     for problem in problems:
         context.log.warning(problem)
     return Restored(table.ref, aim.version, version, aim.partitions, tuple(marked), tuple(problems))

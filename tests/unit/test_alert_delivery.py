@@ -19,7 +19,7 @@ from smtp_server import Mailbox, free_port
 
 from mesh_assets.alerts import watch
 from mesh_assets.alerts.notify import Alert
-from mesh_assets.alerts.queue import Outbox, retry
+from mesh_assets.alerts.queue import Outbox, retry, run_tag
 from mesh_assets.alerts.watch import alert_sensor_name
 from mesh_assets.checks.external import checks_job_name, checks_op_name, checks_run_config
 from mesh_assets.definitions import build_definitions
@@ -278,3 +278,40 @@ def test_a_check_run_of_an_external_table_that_dies_tells_its_owner_and_every_re
     assert "Spark executor lost" in owner["message"] and owner["run_url"].endswith(f"/runs/{run.run_id}")
     assert (told["orders"]["kind"], told["orders"]["source"]) == ("input check failed", "shop.raw_orders")
     assert "shop.orders waits for them" in told["orders"]["message"]
+
+
+@dg.op
+def _restore_step() -> None: ...
+
+
+@dg.job
+def _restore() -> None:
+    _restore_step()
+
+
+def test_a_runs_alert_a_down_server_did_not_take_is_retried_by_the_domains_sensor(monkeypatch):
+    """An invalidation's or a restore's run alerts as it goes: what a down webhook did not take waits in the run's
+    own queue, found by the run's tag, and is delivered once; the run is let go only once it has finished."""
+    instance = dg.DagsterInstance.ephemeral()
+    settings = AlertSettings(timeout_seconds=1)
+    monkeypatch.setenv("MESH_ALERT_WEBHOOK_SHOP", f"http://127.0.0.1:{free_port()}/hook")
+    run = instance.create_run_for_job(_restore)
+    warnings: list[str] = []
+    alert = Alert("suspect", "shop", "orders", "orders", "team@example.com", "#orders", "restored", [DAY])
+
+    Outbox.of_run(instance, "shop", run.run_id).send(alert, settings, warnings.append)
+    assert len(warnings) == 1 and warnings[0].endswith("; it will be retried")
+    assert instance.get_run_by_id(run.run_id).tags[run_tag("shop")] == "pending"
+
+    received: list[dict] = []
+    server = json_receiver(lambda _path, body: received.append(body))
+    monkeypatch.setenv("MESH_ALERT_WEBHOOK_SHOP", f"http://127.0.0.1:{server.server_port}/hook")
+    try:
+        assert [a.message for a in retry(instance, "shop", settings, warnings.append)] == ["restored"]
+        assert instance.get_run_by_id(run.run_id).tags[run_tag("shop")] == "pending"  # still running: may queue more
+        instance.report_run_failed(run)
+        assert retry(instance, "shop", settings, warnings.append) == []
+    finally:
+        server.shutdown()
+    assert [a["mesh"]["message"] for a in received] == ["restored"]
+    assert instance.get_run_by_id(run.run_id).tags[run_tag("shop")] == "done"
