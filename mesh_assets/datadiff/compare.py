@@ -26,11 +26,14 @@ ONLY_LEFT, ONLY_RIGHT = "only_left", "only_right"
 
 @dataclass(frozen=True)
 class PartitionSpan:
-    """The partitions compared: ``column`` between ``start`` and ``end`` (inclusive, as the column's literals)."""
+    """The partitions compared: ``column`` between ``start`` and ``end`` (inclusive, as the column's literals),
+    and of a table partitioned by date and region, only ``regions`` of ``region_column`` when any are named."""
 
     column: str
     start: str
     end: str
+    region_column: str | None = None
+    regions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -90,7 +93,10 @@ def _read(spark: SparkSession, location: str, partitions: PartitionSpan | None) 
     if partitions.column not in df.columns:
         raise Refused(f"{location} has no partition column {partitions.column!r}")
     col = F.col(partitions.column)
-    return df.where(col.between(F.lit(partitions.start), F.lit(partitions.end)))
+    df = df.where(col.between(F.lit(partitions.start), F.lit(partitions.end)))
+    if partitions.region_column and partitions.regions:
+        df = df.where(F.col(partitions.region_column).isin(*partitions.regions))
+    return df
 
 
 def schema_diff(left: DataFrame, right: DataFrame) -> SchemaDiff:
