@@ -263,7 +263,10 @@ def promote(
         computed = {p: r for p, r in InstanceRecords(own).of(key).partitions.items() if p is not None}
         layout = layouts.get(key)
         node = graph.get(key) if graph.has(key) else None
-        if node is None or layout is None or "/".join(key.path) in env.cloned:
+        if node is not None and layout is None:  # a whole table is one unit: nothing to copy a partition of
+            done.left[key] = {"the whole table": "recomputed: it is not partitioned, so it has no partition to promote"}
+            continue
+        if node is None or "/".join(key.path) in env.cloned:
             done.left[key] = dict.fromkeys(computed, "recomputed: the table reads its own past or keeps a state")
             continue
         mine = open_table(env.location(*key.path), production.s3)

@@ -78,6 +78,11 @@ class TableDiff:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["key"] = list(self.key)
+        span = self.partitions
+        if span is not None:  # the region fields only for a table partitioned by region
+            out["partitions"] = {"column": span.column, "start": span.start, "end": span.end}
+            if span.region_column is not None:
+                out["partitions"] |= {"region_column": span.region_column, "regions": list(span.regions)}
         out["schema"]["retyped"] = {c: list(t) for c, t in self.schema.retyped.items()}
         out["same"] = self.same
         return out

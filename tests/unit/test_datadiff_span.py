@@ -84,3 +84,19 @@ def test_a_key_that_is_not_the_tables_is_refused_naming_it(grain, regions, key, 
     with pytest.raises(Refused) as refused:
         partition_span(table(grain, "p", regions=regions, zones=("UTC",) * len(regions)), key, key)
     assert str(refused.value).startswith(message)
+
+
+def test_the_json_of_a_span_names_regions_only_for_a_regional_table() -> None:
+    from mesh_assets.datadiff import TableDiff
+    from mesh_assets.datadiff.compare import SchemaDiff
+
+    def spanned(span: PartitionSpan) -> dict:
+        return TableDiff("l", "r", (), span, 0, 0, 0, 0, 0, {}, SchemaDiff(), {}).to_json()["partitions"]
+
+    assert spanned(PartitionSpan("p_date", "2024-03-31", "2024-03-31")) == {
+        "column": "p_date",
+        "start": "2024-03-31",
+        "end": "2024-03-31",
+    }
+    regional = PartitionSpan("p_date", "2024-03-31", "2024-03-31", "region", ("eu",))
+    assert spanned(regional)["regions"] == ["eu"] and spanned(regional)["region_column"] == "region"

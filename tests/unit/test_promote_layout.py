@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
+import dagster as dg
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from mesh_assets.change.promote import Layout, _files, whole_dates
+from mesh_assets.change.promote import Layout, _files, promote, whole_dates
 from mesh_assets.model.grain import Grain, region_key
 from mesh_assets.settings import S3Settings
+from mesh_assets.storage.environment import Environment
 
 
 def table(path: Path, columns: dict[str, pa.Array], partition_by: list[str]) -> str:
@@ -71,3 +74,15 @@ def test_a_regional_promotion_replaces_only_dates_ready_in_every_region_it_promo
     ready = ["2024-03-31|eu", "2024-03-31|apac", "2024-04-01|eu"]  # 2024-04-01 in apac is recomputed
     assert whole_dates(ready) == (["2024-03-31|eu", "2024-03-31|apac"], ["2024-04-01|eu"])
     assert whole_dates(["2024-04-01|eu", "2024-04-02|eu"]) == (["2024-04-01|eu", "2024-04-02|eu"], [])
+
+
+def test_an_unpartitioned_table_is_not_promoted_and_says_why(tmp_path) -> None:
+    key = dg.AssetKey(["roll", "totals"])
+    env = Environment("ci", str(tmp_path), str(tmp_path / "warehouse"), str(tmp_path / "home"), tables=("roll/totals",))
+    graph = SimpleNamespace(toposorted_asset_keys=[key], has=lambda k: True, get=lambda k: SimpleNamespace())
+    with dg.DagsterInstance.ephemeral() as own:
+        done = promote(env, graph, own, own, None, {}, dry_run=True)  # type: ignore[arg-type]
+    assert done.promoted == {}
+    assert done.left == {
+        key: {"the whole table": "recomputed: it is not partitioned, so it has no partition to promote"}
+    }
