@@ -32,8 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     right = diff.add_mutually_exclusive_group(required=True)
     right.add_argument("--env", help="the table as environment ENV computed it (mesh apply --env ENV)")
     right.add_argument("--against", help="the other Delta table: a path or URI")
-    diff.add_argument("--from", dest="start", help="first partition (YYYY-MM-DD; default: every partition)")
-    diff.add_argument("--to", dest="end", help="last partition (YYYY-MM-DD; default: --from)")
+    diff.add_argument(
+        "--from",
+        dest="start",
+        help="first partition: its key (a week's Monday, YYYY-MM-DD|REGION) or a day (default: every partition)",
+    )
+    diff.add_argument("--to", dest="end", help="last partition, as --from (default: --from)")
     diff.add_argument("--key", action="append", help="match rows on this column instead (repeatable)")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
     diff.set_defaults(handler=cmd_diff)
@@ -103,7 +107,7 @@ def diff_one(
     resource: MeshResource, table: Table, args: argparse.Namespace, start: str | None, end: str | None
 ) -> TableDiff:
     """``table``'s production rows against the other side ``args`` name, over ``start``..``end`` when given."""
-    from mesh_assets.datadiff import PartitionSpan, diff_tables, table_key, withheld_reason
+    from mesh_assets.datadiff import diff_tables, partition_span, table_key, withheld_reason
     from mesh_assets.model.errors import Refused
 
     span = None
@@ -112,7 +116,7 @@ def diff_one(
             if args.asset is not None:
                 raise Refused(f"{table.ref} is not partitioned: drop --from/--to")
         else:
-            span = PartitionSpan(table.partition_column, start or end, end or start)
+            span = partition_span(table, start or end or "", end or start or "")
     left = resource.registry.location(table.domain, table.name)
     right = environment_location(args.env, table.domain, table.name, left) if args.env else None
     key = tuple(args.key) if args.key else table_key(table)
@@ -126,6 +130,8 @@ def print_diff(diff: TableDiff, ref: str, console: Console) -> None:
 
     span = diff.partitions
     where = f" {span.column} {span.start}..{span.end}" if span else ""
+    if span and span.regions:
+        where += f" {span.region_column} {', '.join(span.regions)}"
     console.print(f"[bold]{ref}[/bold]{where}: {diff.left} (left) vs {diff.right} (right)", highlight=False)
     console.print(f"key: {', '.join(diff.key) or 'the whole row'}", highlight=False)
     schema = diff.schema

@@ -72,10 +72,9 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     same way now; None when ``mesh apply`` should go on to launch the rest, an exit code when it should stop."""
     import dagster as dg
 
-    from mesh_assets.change.promote import promote
+    from mesh_assets.change.promote import Layout, promote
     from mesh_assets.cli.change import plan_and_side_or_say
     from mesh_assets.definitions import mesh_definitions
-    from mesh_assets.model.grain import Grain
     from mesh_assets.settings import get_settings
     from mesh_assets.storage.environment import EnvironmentRefused, environments_dir, load
     from mesh_assets.storage.tables import TableRegistry
@@ -93,10 +92,14 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     if plan.refused:
         return None  # mesh apply refuses it, and says why
     graph = graph or mesh_definitions().resolve_asset_graph()
-    columns = {t.key: t.partition_column for t in side.tables.values() if t.grain is Grain.DAILY and not t.regions}
+    layouts = {
+        t.key: Layout(t.grain, t.partition_column, t.region_column if t.regions else None)
+        for t in side.tables.values()
+        if t.grain.partitioned
+    }
     own = dg.DagsterInstance.from_config(str(env.dagster_home))
     production = TableRegistry(settings.warehouse_uri, settings.s3)
-    done = promote(env, graph, own, instance, production, columns, dry_run=args.dry_run)
+    done = promote(env, graph, own, instance, production, layouts, dry_run=args.dry_run)
     verb = "would promote" if args.dry_run else "promoted"
     for key, (keys, version) in done.promoted.items():
         at = f" (Delta version {version})" if version is not None else ""

@@ -3,7 +3,8 @@ and tier, then the edges between domains and those through dbt models.
 
 The default fits 80 columns (a heading per domain and per product, the product's owner beside it); ``--wide``
 prints one row per table with every field; ``--json`` the same as JSON, for scripts. A product whose automation
-is paused (``mesh pause``) has ``paused`` after its tables' status.
+is paused (``mesh pause``) has ``paused`` after its tables' status. A table partitioned by date and region has its
+regions on a line under it (in ``--json``, with each region's time zone, where its days start).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ FIELDS = (
     "partitioning",
     "kind",
     "table_kind",
+    "regions",
 )
 
 
@@ -53,6 +55,7 @@ def fields(table: Table, paused: frozenset[tuple[str, str]] = frozenset()) -> di
         "partitioning": table.grain.name,
         "kind": table.kind.value,
         "table_kind": "-" if table.external else table.table_kind.describe(),
+        "regions": [{"region": r, "zone": z} for r, z in zip(table.regions, table.zones, strict=True)],
     }
 
 
@@ -108,18 +111,22 @@ def compact(tables: list[Table], paused: frozenset[tuple[str, str]] = frozenset(
     """A heading per domain and product (with its owner), a line per table: what fits 80 columns."""
     from rich.markup import escape
 
-    lines = [f"{'table':<{NAME_WIDTH}} {'kind':<8} {'grain':<6} tier published status"]
+    grain = max([6, *(len(t.grain.name) for t in tables)])  # ``monthly`` takes its extra column from the name's
+    width = NAME_WIDTH - (grain - 6)
+    lines = [f"{'table':<{width}} {'kind':<8} {'grain':<{grain}} tier published status"]
     for (domain, product), rows in groupby(tables, key=lambda t: (t.domain, t.product)):
         group = list(rows)
         lines.append(f"[bold]{domain}[/bold] / {product} ({escape(group[0].owner)})")
         for t in group:
             name = f"  {t.name}" + (f" v{t.version}" if t.version > 1 else "")
-            if len(name) > NAME_WIDTH:
+            if len(name) > width:
                 lines.append(name)
                 name = ""
             published, state = "yes" if t.published else "no", status(t, paused)
-            columns = f"{t.kind.value:<8} {t.grain.name:<6} {t.tier!s:<4} {published:<9} {state}"
-            lines.append(f"{name:<{NAME_WIDTH}} {columns}")
+            columns = f"{t.kind.value:<8} {t.grain.name:<{grain}} {t.tier!s:<4} {published:<9} {state}"
+            lines.append(f"{name:<{width}} {columns}")
+            if t.regions:
+                lines.append(f"    regions: {', '.join(t.regions)}")
     return lines
 
 
@@ -133,4 +140,6 @@ def wide(tables: list[Table], paused: frozenset[tuple[str, str]] = frozenset()) 
 def _text(field: str, value: object) -> str:
     if field == "version":
         return f"v{value}"
+    if isinstance(value, list):  # regions
+        return ",".join(r["region"] for r in value) or "-"
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)

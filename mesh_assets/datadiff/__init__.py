@@ -2,5 +2,6 @@
 
 from mesh_assets.datadiff.compare import PartitionSpan, TableDiff, diff_tables
 from mesh_assets.datadiff.keys import table_key, withheld_reason
+from mesh_assets.datadiff.span import partition_span
 
-__all__ = ["PartitionSpan", "TableDiff", "diff_tables", "table_key", "withheld_reason"]
+__all__ = ["PartitionSpan", "TableDiff", "diff_tables", "partition_span", "table_key", "withheld_reason"]

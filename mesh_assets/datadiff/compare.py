@@ -26,11 +26,14 @@ ONLY_LEFT, ONLY_RIGHT = "only_left", "only_right"
 
 @dataclass(frozen=True)
 class PartitionSpan:
-    """The partitions compared: ``column`` between ``start`` and ``end`` (inclusive, as the column's literals)."""
+    """The partitions compared: ``column`` between ``start`` and ``end`` (inclusive, as the column's literals),
+    and of a table partitioned by date and region, only ``regions`` of ``region_column`` when any are named."""
 
     column: str
     start: str
     end: str
+    region_column: str | None = None
+    regions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -75,6 +78,11 @@ class TableDiff:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["key"] = list(self.key)
+        span = self.partitions
+        if span is not None:  # the region fields only for a table partitioned by region
+            out["partitions"] = {"column": span.column, "start": span.start, "end": span.end}
+            if span.region_column is not None:
+                out["partitions"] |= {"region_column": span.region_column, "regions": list(span.regions)}
         out["schema"]["retyped"] = {c: list(t) for c, t in self.schema.retyped.items()}
         out["same"] = self.same
         return out
@@ -90,7 +98,10 @@ def _read(spark: SparkSession, location: str, partitions: PartitionSpan | None) 
     if partitions.column not in df.columns:
         raise Refused(f"{location} has no partition column {partitions.column!r}")
     col = F.col(partitions.column)
-    return df.where(col.between(F.lit(partitions.start), F.lit(partitions.end)))
+    df = df.where(col.between(F.lit(partitions.start), F.lit(partitions.end)))
+    if partitions.region_column and partitions.regions:
+        df = df.where(F.col(partitions.region_column).isin(*partitions.regions))
+    return df
 
 
 def schema_diff(left: DataFrame, right: DataFrame) -> SchemaDiff:

@@ -181,6 +181,7 @@ def test_list_json_and_wide_give_every_tables_status_and_tier() -> None:
         "partitioning": "hourly",
         "kind": "external",
         "table_kind": "-",
+        "regions": [],
     }
     assert tables["food_delivery", "orders"]["table_kind"] == "partitions"
     assert tables["growth", "summary_gsc"]["table_kind"] == "full"  # declared with write_mode: full
@@ -200,6 +201,7 @@ def test_list_json_and_wide_give_every_tables_status_and_tier() -> None:
         "partitioning",
         "kind",
         "table_kind",
+        "regions",
     ]
     rows = {(line.split()[0], line.split()[2]): line.split() for line in wide[1 : len(tables) + 1]}
     assert rows.keys() == tables.keys()
@@ -438,3 +440,74 @@ def test_mesh_health_lists_invalid_suspect_and_failed_partitions_per_table_with_
     )
     assert cli.main(["health", "tr/nothing"]) == 2
     assert "error unknown table 'tr/nothing'" in capsys.readouterr().out
+
+
+@pytest.fixture
+def use_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """Point the CLI at a mesh folder: ``tests/fixtures/<name>`` or a path."""
+
+    def use(name: str | Path) -> None:
+        root = name if isinstance(name, Path) else ROOT / "tests" / "fixtures" / name
+        monkeypatch.chdir(root)
+        monkeypatch.setenv("MESH_PROJECT_ROOT", str(root))
+        monkeypatch.setenv("MESH_DOMAINS_DIR", str(root / "domains"))
+        get_settings.cache_clear()
+
+    yield use
+    get_settings.cache_clear()
+
+
+def test_list_shows_a_tables_regions_under_it_and_in_json_with_their_zones(use_fixture, capsys) -> None:
+    use_fixture("regions")
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = lines.index(next(line for line in lines if line.startswith("  region_hours ")))
+    assert lines[row].split()[1:] == ["product", "daily", "t3", "yes", "active"]
+    assert lines[row + 1] == "    regions: eu, latam, apac"
+    assert [line for line in lines if "regions:" in line] == [lines[row + 1]]  # a table without regions has none
+    assert cli.main(["list", "--json"]) == 0
+    tables = {t["table"]: t for t in json.loads(capsys.readouterr().out)["tables"]}
+    assert tables["region_hours"]["regions"] == [
+        {"region": "eu", "zone": "Europe/Madrid"},
+        {"region": "latam", "zone": "America/Sao_Paulo"},
+        {"region": "apac", "zone": "Asia/Singapore"},
+    ]
+    assert tables["hours_per_date"]["regions"] == []
+    assert cli.main(["list", "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0].split()[-1] == "regions"
+    assert next(line for line in wide if " region_hours " in line).split()[-1] == "eu,latam,apac"
+
+
+def test_list_shows_minute_weekly_and_monthly_grains_in_aligned_columns(use_fixture, capsys, tmp_path) -> None:
+    root = tmp_path / "grains"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "rollups", root)
+    spec = root / "domains" / "roll" / "defs" / "rollups" / "defs.yaml"
+    spec.write_text(
+        spec.read_text()
+        + "    - table: monthly_sales\n"
+        + "      partitioning: monthly\n"
+        + "      partition_column: p_month\n"
+        + "      inputs: [{table: daily_sales}]\n"
+        + "      sql: SELECT SUM(amount) AS amount FROM roll.daily_sales\n"
+    )
+    use_fixture(root)
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    grains = {line.split()[0]: line.split()[2] for line in lines if line.startswith("  ")}
+    assert grains == {
+        "daily_sales": "daily",
+        "hourly_clicks": "hourly",
+        "monthly_sales": "monthly",
+        "raw_clicks": "15min",
+        "raw_sales": "daily",
+        "weekly_off_grid": "weekly",
+        "weekly_sales": "weekly",
+    }
+    rows = [line for line in lines[1:] if line.startswith("  ") and not line.startswith("    ")]
+    tier_column = lines[0].index("tier")
+    assert {line[tier_column : tier_column + 2] for line in rows} == {"t3"}  # every column under its heading
+    assert max(len(line) for line in lines) <= 80
+    assert cli.main(["list", "--json"]) == 0
+    tables = {t["table"]: t["partitioning"] for t in json.loads(capsys.readouterr().out)["tables"]}
+    assert tables["raw_clicks"] == "15min" and tables["monthly_sales"] == "monthly"
