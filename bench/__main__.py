@@ -39,6 +39,7 @@ SUITE = [
     "kind_merge",
     "diff",
     "capacity",
+    "capacity_delta",
     "promotion",
 ]
 
