@@ -235,6 +235,7 @@ def enclosed(spark: SparkSession, node: Node, registry: TableRegistry, withheld:
         yield
         return
     jvm = spark.sparkContext._jvm
+    _drain(spark)  # what ran before (Mesh registering the inputs) is told late: never the transformation's
     since = jvm.java.lang.System.currentTimeMillis()
     seen = _Seen()
     listener.active = seen
