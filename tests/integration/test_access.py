@@ -5,6 +5,7 @@ and a transformation that writes outside its outputs fails with nothing publishe
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import date
@@ -23,8 +24,10 @@ from mesh_assets.definitions import build_definitions
 from mesh_assets.engine.identity import IDENTITY_TAG
 from mesh_assets.graph.defaults import domains_defaults
 from mesh_assets.graph.discovery import load_all
+from mesh_assets.graph.resolve import MeshGraph
 from mesh_assets.lineage.graph import read_events
 from mesh_assets.model.errors import SpecValidationError
+from mesh_assets.run.enclosure import enclosed
 from mesh_assets.settings import get_settings
 
 pytestmark = pytest.mark.spark
@@ -258,3 +261,34 @@ def test_a_dbt_model_naming_an_ungranted_table_in_its_sql_is_refused(spark, worl
     assert "dbt model hb.salary_peek reads ha.salaries, which it may not" in message, message
     assert "'grants: [{to: hb}]'" in message and "nothing was published" in message
     assert not Path(mesh.registry.location("hb", "salary_peek")).exists()
+
+
+class _SlowListener:
+    """Holds Spark's listener bus a second on each query, as a busy driver would: what is told after it waits."""
+
+    def onSuccess(self, func_name: str, qe: object, duration_ns: int) -> None:
+        time.sleep(1)
+
+    def onFailure(self, func_name: str, qe: object, exception: object) -> None:
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+
+def test_what_ran_just_before_a_transformation_is_never_taken_for_its_write(spark, world, tmp_path):
+    """Spark tells its listeners of a query after the query: a table created just before the enclosure opens (as a
+    run registers its inputs) is told late, and must not fail the transformation as its own write."""
+    node = MeshGraph(load_all(FIXTURE), []).nodes_of("hb")[0]
+    with enclosed(spark, node, world[0].registry, ()):
+        pass  # the enclosure's listener attached, ahead of the slow one
+    slow = _SlowListener()
+    spark._jsparkSession.listenerManager().register(slow)
+    try:
+        spark.range(1).collect()  # the bus now waits a second on this one
+        location = tmp_path / "before"
+        spark.sql(f"CREATE TABLE before_{uuid.uuid4().hex[:8]} (id BIGINT) USING delta LOCATION '{location}'")
+        with enclosed(spark, node, world[0].registry, ()):
+            pass  # a transformation that writes nothing
+    finally:
+        spark._jsparkSession.listenerManager().unregister(slow)
