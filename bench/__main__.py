@@ -22,6 +22,7 @@ SUITE = [
     "graph_scale",
     "partition_overhead",
     "backfill",
+    "minute_backfill",
     "writes",
     "maintenance",
     "history",
