@@ -192,9 +192,13 @@ def _listener(spark: SparkSession) -> _Listener | None:
         return _LISTENERS[spark]
 
 
+DRAIN_TIMEOUT_MS = 300_000
+"""How long to wait for Spark's listener bus: its own default (10 s) fails a run on a busy driver."""
+
+
 def _drain(spark: SparkSession) -> None:
     """Wait until Spark's listeners have heard of every query run so far (they are told asynchronously)."""
-    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(DRAIN_TIMEOUT_MS)
 
 
 def remove_written(spark: SparkSession, location: str, since_ms: int) -> list[str]:

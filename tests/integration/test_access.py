@@ -264,10 +264,16 @@ def test_a_dbt_model_naming_an_ungranted_table_in_its_sql_is_refused(spark, worl
 
 
 class _SlowListener:
-    """Holds Spark's listener bus a second on each query, as a busy driver would: what is told after it waits."""
+    """Holds Spark's listener bus a second on the first query it hears of, as a busy driver would: what is told
+    after it waits. Once only, so that the session's later tests are never slowed."""
+
+    def __init__(self) -> None:
+        self.held = False
 
     def onSuccess(self, func_name: str, qe: object, duration_ns: int) -> None:
-        time.sleep(1)
+        if not self.held:
+            self.held = True
+            time.sleep(1)
 
     def onFailure(self, func_name: str, qe: object, exception: object) -> None:
         pass

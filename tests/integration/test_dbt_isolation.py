@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY = "2021-06-01"
 GROWTH = "{{ config(materialized='table', schema='growth', meta={'domain': 'growth'}) }}\n"
 BROKEN_JINJA = GROWTH + "SELECT {{ ref('stg_orders' }} AS orders\n"
-BROKEN_SQL = GROWTH + "SELECT no_such_column FROM {{ source('food_delivery', 'orders') }}\n"
+BROKEN_SQL = GROWTH + "SELECT no_such_column FROM (SELECT 1 AS n) AS one_row\n"  # growth is not granted orders
 LATER = GROWTH + "SELECT 1 AS n\n"
 BAD_SQL = dg.AssetKey(["growth", "broken_sql"])
 RESTAURANTS = dg.AssetKey(["food_delivery", "restaurant_daily_orders"])
