@@ -41,6 +41,7 @@ SUITE = [
     "diff",
     "capacity",
     "capacity_delta",
+    "capacity_web",
     "promotion",
 ]
 
