@@ -72,6 +72,7 @@ def plan_and_side(
     from mesh_assets.change import (
         BaseUnavailable,
         InstanceRecords,
+        compare_models_with_instance,
         compare_products,
         compare_tables,
         compare_with_instance,
@@ -100,6 +101,7 @@ def plan_and_side(
         except BaseUnavailable as exc:
             return [f"{exc}: nothing planned"]
         products, tables = compare_products(old, work), compare_tables(old, work, records)
+    tables += compare_models_with_instance(work, records)  # dbt models: against production's records, always
     graph = None
     if tables:  # the asset graph's partition mappings, for the partitions to recompute: no change needs none
         from mesh_assets.definitions import mesh_definitions
