@@ -32,7 +32,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "environments"
 AMOUNTS = {"2021-06-01": [1, 2], "2021-06-02": [3], "2021-06-03": [4, 5], "2021-06-04": [6]}
 SALES = dg.AssetKey(["tr", "daily_sales"])
 DOUBLED = dg.AssetKey(["rep", "sales_doubled"])
-TABLES = [("tr", "raw_sales"), ("tr", "daily_sales"), ("rep", "sales_doubled")]
+REPORT = dg.AssetKey(["rep", "doubled_report"])
+TABLES = [("tr", "raw_sales"), ("tr", "daily_sales"), ("rep", "sales_doubled"), ("rep", "doubled_report")]
 
 
 @dataclass
@@ -59,14 +60,15 @@ class Production:
 
 @pytest.fixture(scope="module")
 def production(spark, tmp_path_factory) -> Iterator[Production]:
-    """Four landed days of sales, their daily totals (a Mesh product) and the dbt model doubling them, materialized
-    on an on-disk instance: production."""
+    """Four landed days of sales, their daily totals (a Mesh product), the dbt model doubling them and a product
+    reading the model, materialized on an on-disk instance: production."""
     base = tmp_path_factory.mktemp("production")
     domains, project = base / "domains", base / "dbt_project"
     shutil.copytree(FIXTURE / "domains", domains)
     for other in ("tr/amounts.py", "tr/running.py", "rep/defs"):  # the smallest world: tr.daily_sales, one model
         shutil.rmtree(domains / other) if (domains / other).is_dir() else (domains / other).unlink()
     sales = (domains / "tr" / "sales.py").read_text()
+    shutil.copytree(FIXTURE / "dbt_reader", domains / "rep" / "defs" / "doubled")  # a product reading the model
     two_day = sales.index('\n\n@sales.transformation(\n    Output(table="two_day')
     (domains / "tr" / "sales.py").write_text(sales[:two_day])
     shutil.copytree(FIXTURE / "dbt_project", project)
@@ -93,7 +95,7 @@ def production(spark, tmp_path_factory) -> Iterator[Production]:
         observe_now(defs, instance, mesh, {})
         days = sorted(AMOUNTS)
         tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
-        for key in (SALES, DOUBLED):
+        for key in (SALES, DOUBLED, REPORT):
             dg.materialize(
                 executable_assets(defs),
                 instance=instance,
@@ -134,6 +136,8 @@ def test_a_dbt_model_reading_a_changed_product_is_rebuilt_there_and_dropped_with
     location = table_location("pychange", *DOUBLED.path)
     assert location == str(folder / "warehouse" / "rep" / "sales_doubled")
     assert production.read(location, "doubled") == {"2021-06-03": 180, "2021-06-04": 120}  # the environment's input
+    report = production.read(table_location("pychange", *REPORT.path), "reported")
+    assert report == {"2021-06-03": 181, "2021-06-04": 121}  # the product reads the environment's model in turn
     own = dg.DagsterInstance.from_config(str(folder / "dagster"))
     assert own.get_materialized_partitions(DOUBLED) == {"2021-06-03", "2021-06-04"}
     assert production.versions() == versions
@@ -163,9 +167,10 @@ def test_a_changed_dbt_model_is_built_diffed_and_promoted(production: Production
     assert "rep/sales_doubled" in said and "left out of the environment" not in said
 
     env = json.loads((production.home / "envs" / "dbtsql" / "environment.json").read_text())
-    assert env["tables"] == ["rep/sales_doubled"]  # the unchanged product is read in place
+    assert env["tables"] == ["rep/sales_doubled", "rep/doubled_report"]  # its input is read in place
     location = table_location("dbtsql", *DOUBLED.path)
     assert production.read(location, "doubled") == {"2021-06-03": 27, "2021-06-04": 18}
+    assert production.read(table_location("dbtsql", *REPORT.path), "reported") == {"2021-06-03": 28, "2021-06-04": 19}
     assert table_location("dbtsql", *SALES.path) == production.mesh.registry.location(*SALES.path)
     assert production.versions() == versions
     assert production.events() == events
@@ -185,6 +190,8 @@ def test_a_changed_dbt_model_is_built_diffed_and_promoted(production: Production
     monkeypatch.undo()
 
     assert production.doubled() == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 27, "2021-06-04": 18}
+    report = production.read(production.mesh.registry.location(*REPORT.path), "reported")
+    assert report == {"2021-06-01": 7, "2021-06-02": 7, "2021-06-03": 28, "2021-06-04": 19}  # promoted with it
     record = production.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=DOUBLED, asset_partitions=["2021-06-03"]), limit=1
     ).records[0]
@@ -196,4 +203,7 @@ def test_a_changed_dbt_model_is_built_diffed_and_promoted(production: Production
         r.asset.key.to_user_string(): {k for span in r.asset.ranges for k in (span.start, span.end)}
         for r in plan.recompute
     }
-    assert left == {"rep/sales_doubled": {"2021-06-01", "2021-06-02"}}
+    assert left == {
+        "rep/sales_doubled": {"2021-06-01", "2021-06-02"},
+        "rep/doubled_report": {"2021-06-01", "2021-06-02"},
+    }
