@@ -323,3 +323,20 @@ def compare_with_instance(work: Side, records: InstanceRecords) -> tuple[list[Pr
             )
     products = [ProductDiff(*key, Change.CHANGED, (why,)) for key, why in sorted(revised.items())]
     return products, tables
+
+
+def compare_models_with_instance(work: Side, records: InstanceRecords) -> list[TableDiff]:
+    """The working tree's dbt models whose published partitions the instance records as computed by another code
+    version (their SQL changed since, as dbt's ``state:modified`` finds against production's manifest), whatever
+    the plan's base: the base's dbt project is not parsed. A model the instance never published is left out."""
+    diffs = []
+    for key, table in sorted(work.graph.tables.items()):
+        if table.kind is not TableKind.DBT or table.code_version is None:
+            continue
+        published = records.of(table.key).partitions
+        stale = tuple(sorted((p for p, r in published.items() if r.code_version != table.code_version), key=str))
+        if stale:
+            version = table.code_version[:12]
+            why = f"dbt model's code version -> {version} ({len(stale)} published partition(s) computed by another)"
+            diffs.append(TableDiff(Change.CHANGED, None, table, (why,), "sql", stale, consumers=_consumers(key, work)))
+    return diffs

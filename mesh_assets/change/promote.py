@@ -158,6 +158,7 @@ def _why_not(
 
 
 def _partition_values(path: str) -> dict[str, str]:
+    """A file's partition values from its folders (``path`` as on disk: each value escaped as Hive escapes it)."""
     return {k: unquote(v) for part in path.split("/")[:-1] if "=" in part for k, v in [part.split("=", 1)]}
 
 
@@ -179,7 +180,9 @@ def _commit(env: Environment, production: TableRegistry, key: dg.AssetKey, keys:
     for values, action in ((v, dict(zip(names, row, strict=True))) for v, row in rows):
         if layout.key(values) not in keys:
             continue
-        path = action["path"]
+        # The log holds the path URI-encoded (an hour's `p_hour=2021-06-01 05%3A00%3A00` folder is
+        # `...%2005%253A00%253A00` there); the file is at the decoded path, which delta-rs encodes again on commit.
+        path = unquote(action["path"])
         (Path(target) / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(Path(source) / path, Path(target) / path)
         stats = f'{{"numRecords":{action["num_records"]}}}' if action["num_records"] is not None else "{}"

@@ -72,6 +72,7 @@ def plan_and_side(
     from mesh_assets.change import (
         BaseUnavailable,
         InstanceRecords,
+        compare_models_with_instance,
         compare_products,
         compare_tables,
         compare_with_instance,
@@ -85,6 +86,8 @@ def plan_and_side(
     from mesh_assets.settings import get_settings
 
     settings = get_settings()
+    if problem := _prepare_edited_models(settings.warehouse_uri):
+        return [problem]
     entries = mesh_catalog(retry=True)
     work = side_of("working tree", entries, tool_tables(settings.domains_dir))
     errors = validate_catalog(entries, graph=work.graph)
@@ -100,12 +103,28 @@ def plan_and_side(
         except BaseUnavailable as exc:
             return [f"{exc}: nothing planned"]
         products, tables = compare_products(old, work), compare_tables(old, work, records)
+    tables += compare_models_with_instance(work, records)  # dbt models: against production's records, always
     graph = None
     if tables:  # the asset graph's partition mappings, for the partitions to recompute: no change needs none
         from mesh_assets.definitions import mesh_definitions
 
         graph = mesh_definitions().resolve_asset_graph()
     return plan_change(base or "instance", products, tables, graph, instance, records), work, graph
+
+
+def _prepare_edited_models(warehouse: str) -> str | None:
+    """Prepare dbt's manifest again when a model's SQL was edited since it was prepared, so the plan sees the
+    working tree's models (dbt parses, no Spark); the problem when dbt cannot parse the project."""
+    from mesh_assets.dbt.project import edited_models, prepare
+    from mesh_assets.dbt.set_aside import ParseFailed
+
+    if not edited_models():
+        return None
+    try:
+        prepare(warehouse)
+    except ParseFailed as exc:
+        return f"dbt could not parse the project: {exc}: nothing planned"
+    return None
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:

@@ -94,7 +94,7 @@ def promote_from(args: argparse.Namespace, console: Console, instance: dg.Dagste
     graph = graph or mesh_definitions().resolve_asset_graph()
     layouts = {
         t.key: Layout(t.grain, t.partition_column, t.region_column if t.regions else None)
-        for t in side.tables.values()
+        for t in side.graph.tables.values()  # products' tables and dbt models
         if t.grain.partitioned
     }
     own = dg.DagsterInstance.from_config(str(env.dagster_home))
@@ -151,14 +151,15 @@ class Chosen:
 
 
 def choose(keys: list[dg.AssetKey], graph: AssetGraph, side: Side) -> Chosen:
-    """Of the plan's tables, those Mesh computes (dbt models are left out, said why), and which need their past."""
+    """Of the plan's tables, those Mesh computes (products' outputs and dbt models; any other is left out, said
+    why), and which need their past."""
     order = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
-    tables = {t.key: t for t in side.tables.values()}
+    tables = {t.key: t for t in side.graph.tables.values()}
     chosen, cloned, left_out = [], [], []
     for key in sorted(keys, key=order.__getitem__):
         table = tables.get(key)
         if table is None or table.external or key not in order:
-            left_out.append(f"{key.to_user_string()}: not a Mesh product's table (dbt models run in production only)")
+            left_out.append(f"{key.to_user_string()}: not a table Mesh computes (neither a product's nor a dbt model)")
             continue
         chosen.append(key)
         own_past = key in graph.get(key).parent_keys
@@ -391,6 +392,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
 
             with persistent_instance() as instance:
                 assets = executable_assets(mesh_definitions())
+                resources = {"mesh": MeshResource(), **_dbt_resources(side, chosen.keys)}
                 for key in chosen.keys:
                     span = bounds.get(key)
                     tags = {}
@@ -400,7 +402,7 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
                     result = dg.materialize(
                         assets,
                         instance=instance,
-                        resources={"mesh": MeshResource()},
+                        resources=resources,
                         selection=[key],
                         tags=tags,
                         raise_on_error=False,
@@ -415,6 +417,18 @@ def build(args: argparse.Namespace, console: Console, production: dg.DagsterInst
             get_settings.cache_clear()
     console.print(f"Open it: mesh env ui {env.name}   Drop it: mesh env drop {env.name}", highlight=False)
     return 1 if failed else 0
+
+
+def _dbt_resources(side: Side, keys: list[dg.AssetKey]) -> dict[str, object]:
+    """dbt's resource when the environment builds a dbt model (dagster-dbt is imported only then)."""
+    from mesh_assets.graph.resolve import TableKind
+
+    models = {t.key for t in side.graph.tables.values() if t.kind is TableKind.DBT}
+    if not models.intersection(keys):
+        return {}
+    from mesh_assets.dbt.assets import DBT_RESOURCE_KEY, dbt_resource
+
+    return {DBT_RESOURCE_KEY: dbt_resource()}
 
 
 def cmd_env_list(args: argparse.Namespace, console: Console) -> int:

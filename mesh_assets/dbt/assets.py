@@ -115,6 +115,7 @@ def unready_models(
     ``domains/tiers.yaml``), with the reasons."""
     from mesh_assets.graph.defaults import domains_defaults
     from mesh_assets.model.product import Input
+    from mesh_assets.run.layers import records_for
     from mesh_assets.run.readiness import landed_keys, unready
 
     defaults = domains_defaults(mesh.settings.domains_dir)
@@ -122,6 +123,7 @@ def unready_models(
     rng = context.partition_key_range
     part = PartitionRange.from_keys(DBT_GRAIN, rng.start, rng.end)
     out: dict[dg.AssetKey, dict[str | None, list[str]]] = {}
+    records = records_for(context.instance, mesh.environment)  # in an environment: production's, for its inputs
     for key in sorted(context.selected_asset_keys):
         reads = []
         for dep in sorted(set(context.assets_def.asset_deps.get(key, ())) - own):
@@ -134,7 +136,8 @@ def unready_models(
             reads.append((Input(table=".".join(dep.path)), info))
         domain = defaults.get(key.path[0]) if len(key.path) == 2 else None
         hours = domain.under({}).get("input_freshness_hours") if domain is not None else None  # or its tier's
-        if found := unready(context.instance, reads, part, landed=landed_keys(mesh), default_hours=hours):
+        found = unready(context.instance, reads, part, landed=landed_keys(mesh), default_hours=hours, records=records)
+        if found:
             out[key] = found
     return out
 
@@ -230,7 +233,7 @@ def _dbt_models(
                     window=window_vars(context),
                     full_refresh=full_refresh,
                     dbt_dirs=(Path(dbt.project_dir), Path(dbt.profiles_dir or dbt.project_dir)),
-                    target_path=mesh.settings.home / "dbt" / "target",
+                    target_path=(mesh.settings.environment_dir or mesh.settings.home) / "dbt" / "target",
                     env=dbt_env(mesh.registry.warehouse),
                 )
                 refuse_past_ranges(context, manifest, models, full_refresh=full_refresh)

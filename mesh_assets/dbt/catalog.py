@@ -15,6 +15,7 @@ from mesh_assets.dbt import project
 from mesh_assets.dbt.nodes import (
     DBT_GRAIN,
     is_model,
+    model_code_version,
     model_domain,
     model_end,
     model_kind,
@@ -110,6 +111,7 @@ def dbt_tables(
                 line=None,
                 blocking_checks=blocking_tests(manifest, node["unique_id"]),
                 inputs=_inputs(manifest, node),
+                code_version=model_code_version(node),
             )
         )
     return sorted(out, key=lambda i: (i.domain, i.name))

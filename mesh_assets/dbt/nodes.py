@@ -6,6 +6,7 @@ that own dbt models need dagster-dbt itself, whose import costs seconds.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
@@ -147,6 +148,16 @@ def model_kind(config: Mapping[str, Any]) -> Kind:
 def is_model(props: Mapping[str, Any]) -> bool:
     """A model or a snapshot: what Mesh publishes of a dbt project."""
     return props.get("resource_type") in {"model", "snapshot"}
+
+
+def model_code_version(props: Mapping[str, Any]) -> str | None:
+    """A model's code version: the SHA-1 of its SQL as written (else dbt's checksum of its file). Its asset and its
+    catalog table carry the same, so each materialization records it and ``mesh plan`` finds the models whose
+    SQL changed since production computed them, as dbt's ``state:modified`` does."""
+    code = props.get("raw_code") or props.get("raw_sql")
+    if code:
+        return hashlib.sha1(str(code).encode("utf-8")).hexdigest()
+    return (props.get("checksum") or {}).get("checksum") or None
 
 
 def model_start(props: Mapping[str, Any], defaults: Mapping[str, DomainDefaults]) -> date:

@@ -81,6 +81,22 @@ def prepare(warehouse: str) -> Path:
     return manifest_path()
 
 
+def edited_models(path: Path | None = None) -> list[str]:
+    """The model files (relative to the project) whose SQL differs from the prepared manifest's: edited since it
+    was prepared; none when there is no manifest to compare with."""
+    path = path or manifest_path()
+    if not path.exists():
+        return []
+    root, edited = project_dir(), []
+    for node in json.loads(path.read_text())["nodes"].values():
+        if node.get("resource_type") not in {"model", "snapshot"} or "raw_code" not in node:
+            continue
+        file = root / node["original_file_path"]
+        if not file.is_file() or file.read_text().strip() != str(node["raw_code"]).strip():
+            edited.append(node["original_file_path"])
+    return sorted(edited)
+
+
 def manifest_path() -> Path:
     """Where :func:`mesh_dbt_project`'s manifest is (dagster-dbt's default target path), without importing it."""
     return project_dir() / "target" / "manifest.json"

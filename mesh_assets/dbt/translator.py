@@ -10,7 +10,7 @@ from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtP
 
 from mesh_assets.automation.conditions import DBT_LABEL, dbt_model_condition
 from mesh_assets.automation.pause import NotPaused
-from mesh_assets.dbt.nodes import is_model, model_domain, model_kind, node_meta, partition_column
+from mesh_assets.dbt.nodes import is_model, model_code_version, model_domain, model_kind, node_meta, partition_column
 from mesh_assets.model.defaults import DomainDefaults
 from mesh_assets.model.kinds import REPLAY, Replay
 
@@ -50,6 +50,9 @@ class MeshDbtTranslator(DagsterDbtTranslator):
             return dg.AssetKey([str(domain), dbt_resource_props["name"]])
         table = dbt_resource_props["alias"] or dbt_resource_props["name"]
         return dg.AssetKey([model_domain(dbt_resource_props), table])
+
+    def get_code_version(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        return model_code_version(dbt_resource_props)  # the catalog's table carries the same (mesh plan)
 
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         meta = node_meta(dbt_resource_props)
