@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from mesh_assets.checks.results import run_targets
+from mesh_assets.compat import add_partitions_metadata
 from mesh_assets.dbt.access import Tables
 from mesh_assets.dbt.audit import TestOutcome
 from mesh_assets.dbt.catalog import dbt_tables
@@ -73,8 +74,9 @@ def model_events(context: dg.AssetExecutionContext, run: ModelRun, window: str) 
     if result is not None:
         common = {**published_metadata(result, run.model.revision), "partition_window": window}
     if result is not None and not run.withheld:
-        for partition, rows in run.published.items():
-            context.add_asset_metadata({"dagster/row_count": rows}, asset_key=key, partition_key=partition)
+        if run.published:
+            rows_of = {partition: {"dagster/row_count": rows} for partition, rows in run.published.items()}
+            add_partitions_metadata(context, key, rows_of)
         if len(run.published) > 1:
             common["run_row_count"] = result.rows
         elif not run.published:

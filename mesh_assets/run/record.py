@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from mesh_assets.checks.results import evaluation, run_targets
-from mesh_assets.compat import DATA_VERSION_TAG
+from mesh_assets.compat import DATA_VERSION_TAG, add_partitions_metadata
 from mesh_assets.graph.revisions import REVISION_KEY
 from mesh_assets.run.readiness import observe_hint
+
+COLUMNS = "dagster/column_schema"
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -49,10 +51,11 @@ def table_schema(schema: StructType) -> dg.TableSchema:
 
 
 def published_metadata(result: WriteResult, revision: str | None) -> dict[str, Any]:
-    """What every materialization of a commit carries: the table's columns, the Delta version, the location, and
-    the revision of the product (or dbt model) that computed it."""
+    """What every materialization of a commit carries: the table's columns (in a range run, only the newest
+    partition's: :func:`_schema_carrier`), the Delta version, the location, and the revision of the product (or
+    dbt model) that computed it."""
     metadata: dict[str, Any] = {
-        "dagster/column_schema": table_schema(result.schema),
+        COLUMNS: table_schema(result.schema),
         "delta_version": result.version,
         "location": result.location,
     }
@@ -91,6 +94,17 @@ def refusals(outcome: RunOutcome) -> tuple[list[str], list[str]]:
     return sorted(p or "-" for p in {*outcome.failed, *outcome.blocked}), problems
 
 
+def _schema_carrier(context: dg.AssetExecutionContext, node: Node, result: WriteResult) -> str | None:
+    """The one partition whose materialization carries the table's columns in a range run of a time-partitioned
+    table: its last, which Dagster stores last, so the newest materialization (the UI's, ``mesh plan``'s) still
+    has them. The columns are the commit's, the same for every partition; stored once instead of once per
+    partition they no longer weigh on a backfill of thousands of partitions. None (every partition carries them):
+    a single partition, or a table partitioned by date and region, whose keys Dagster stores in no set order."""
+    if len(result.partition_rows) < 2 or node.table.regions:
+        return None
+    return context.partition_keys[-1]
+
+
 def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -> Iterator[Any]:
     """The run's events: the materialization (or the refusal), then check results pointing at it."""
     key, result, run_id = node.table.key, outcome.result, context.run.run_id
@@ -119,9 +133,14 @@ def record(context: dg.AssetExecutionContext, node: Node, outcome: RunOutcome) -
             sorted({o.name for failed in outcome.failed.values() for o in failed}),
         )
     assert result is not None
-    for partition, rows in result.partition_rows.items():
-        metadata = {"dagster/row_count": rows, **incomplete_metadata(outcome, partition)}
-        context.add_asset_metadata(metadata, asset_key=key, partition_key=partition)
+    per_partition: dict[str, dict[str, Any]] = {
+        partition: {"dagster/row_count": rows, **incomplete_metadata(outcome, partition)}
+        for partition, rows in result.partition_rows.items()
+    }
+    if (newest := _schema_carrier(context, node, result)) is not None:
+        per_partition.setdefault(newest, {})[COLUMNS] = common.pop(COLUMNS)
+    if per_partition:
+        add_partitions_metadata(context, key, per_partition)
     if outcome.part is None:
         common["dagster/row_count"] = result.rows
     elif len(result.partition_rows) > 1:

@@ -183,6 +183,10 @@ def test_single_run_backfill_and_idempotent_rerun(mesh_world, dbt_assets_def):
     assert {(e.asset_key, e.partition) for e in mats} == {
         (k, d) for k in (STG, KPIS) for d in ("2021-06-02", "2021-06-03")
     }
+    stg = mesh_world.table("analytics", "stg_orders")
+    assert {e.partition: e.materialization.metadata["dagster/row_count"].value for e in mats if e.asset_key == STG} == {
+        d: stg.where(F.col("p_date") == F.lit(d)).count() for d in ("2021-06-02", "2021-06-03")
+    }
     other = kpi_rows(mesh_world, date(2021, 6, 2))
     before = kpi_rows(mesh_world, DAY)
     location = mesh_world.mesh.registry.location("analytics", "city_daily_kpis")

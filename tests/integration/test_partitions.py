@@ -9,6 +9,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
+from mesh_assets.change.records import InstanceRecords
 from mesh_examples import generator
 from mesh_examples.landing import land_raw_orders
 
@@ -119,6 +120,22 @@ def test_materialization_records_rows_schema_version_and_location(world):
     assert metadata["delta_version"].value == history["version"]
     definition = world.defs.resolve_asset_graph().get(dg.AssetKey(["food_delivery", "orders"]))
     assert metadata["mesh/revision"].value == definition.metadata["mesh/revision"]  # what the UI shows, recorded
+
+
+def test_a_range_run_records_each_partitions_rows_and_its_columns_on_the_newest(world):
+    """A single-run backfill records each partition's rows; the table's columns (one commit's, the same for every
+    partition) only on its newest materialization, which the UI and ``mesh plan`` read them from."""
+    days = [date(2021, 6, 10) + timedelta(days=i) for i in range(3)]
+    key = dg.AssetKey(["food_delivery", "orders"])
+    result = world.materialize([key.path], start=days[0].isoformat(), end=days[-1].isoformat())
+    events = result.get_asset_materialization_events()
+    rows = {e.partition: e.materialization.metadata["dagster/row_count"].value for e in events}
+    assert rows == {d.isoformat(): len(expected_orders(d)) for d in days}
+    assert [e.partition for e in events if "dagster/column_schema" in e.materialization.metadata] == ["2021-06-12"]
+    [newest] = world.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1).records
+    assert newest.partition_key == "2021-06-12"
+    columns = InstanceRecords(world.instance).of(key).columns
+    assert columns is not None and {"id", "p_date", "delivery_minutes"} <= set(columns)
 
 
 def test_a_range_write_puts_each_small_partition_in_one_file(world):

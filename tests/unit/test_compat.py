@@ -268,3 +268,34 @@ def test_the_instance_keeps_values_by_key_across_instances_of_one_home(tmp_path:
         assert compat.kv_get(reader, {"mesh/paused/sales/orders", "mesh/paused/x/y"}) == {
             "mesh/paused/sales/orders": "resumed"
         }
+
+
+def test_partition_metadata_added_at_once_lands_on_each_partitions_materialization():
+    """``add_partitions_metadata`` does what ``add_asset_metadata`` per partition does (merging with metadata
+    added before, beside the output's own), and refuses a key outside the run's range, as Dagster does."""
+    keys = ["2021-06-01", "2021-06-02", "2021-06-03"]
+
+    def build(extra: str | None) -> dg.AssetsDefinition:
+        @dg.asset(name="counted", partitions_def=DAILY)
+        def counted(context):
+            context.add_asset_metadata({"source": "first"}, partition_key="2021-06-01")
+            rows = {key: {"dagster/row_count": i} for i, key in enumerate(keys, 1)}
+            compat.add_partitions_metadata(context, dg.AssetKey("counted"), rows | ({extra: {}} if extra else {}))
+            return dg.MaterializeResult(metadata={"delta_version": 7})
+
+        return counted
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        tags = {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+        dg.materialize([build(None)], instance=instance, tags=tags)
+        outside = dg.materialize([build("2021-06-04")], instance=instance, tags=tags, raise_on_error=False)
+        records = instance.fetch_materializations(dg.AssetKey("counted"), limit=10).records
+    seen = {r.partition_key: {k: v.value for k, v in r.asset_materialization.metadata.items()} for r in records}
+    assert seen == {
+        "2021-06-01": {"source": "first", "dagster/row_count": 1, "delta_version": 7},
+        "2021-06-02": {"dagster/row_count": 2, "delta_version": 7},
+        "2021-06-03": {"dagster/row_count": 3, "delta_version": 7},
+    }
+    assert not outside.success
+    failure = next(e for e in outside.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "partition key '2021-06-04' that is not being targeted" in failure.event_specific_data.error.to_string()
