@@ -27,7 +27,12 @@ def orders(spark, tmp_path) -> Orders:
     return Orders(spark, tmp_path / "warehouse")
 
 
-def test_upserts_deletes_and_never_lets_an_older_update_win(orders):
+@pytest.mark.parametrize("limit", ["broadcast", "in the MERGE"])
+def test_upserts_deletes_and_never_lets_an_older_update_win(orders, monkeypatch, limit):
+    """Rows equal to the table's are taken out of the source before the ``MERGE`` when the source is small enough
+    to broadcast, else the ``MERGE``'s own condition leaves them: the same rows and commits either way."""
+    if limit == "in the MERGE":
+        monkeypatch.setattr("mesh_assets.storage.strategies.merging.BROADCAST_LIMIT", -1)
     orders.land(
         D1, [(1, "placed", "2021-06-01 10:00"), (2, "placed", "2021-06-01 10:05"), (3, "placed", "2021-06-01 11:00")]
     )

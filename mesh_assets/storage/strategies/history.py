@@ -35,7 +35,7 @@ from mesh_assets.model.kinds import History
 from mesh_assets.settings import S3Settings
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.lake import history, open_table
-from mesh_assets.storage.strategies.merging import keys_match, merge_commit, quoted, same_row
+from mesh_assets.storage.strategies.merging import keys_match, merge_commit, quoted, same_keys, same_row
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
 
@@ -230,7 +230,7 @@ class Applying:
         earlier = table.where(F.col(quoted(column)) < F.lit(self.value))
         latest = earlier.withColumn("__r", F.row_number().over(order)).where("__r = 1").drop("__r")
         ours = [F.col(quoted(k)) for k in keys]
-        latest = latest.join(opened, _same_keys(ours, [F.col(f"__o{i}") for i in range(len(keys))]), "left")
+        latest = latest.join(opened, same_keys(ours, [F.col(f"__o{i}") for i in range(len(keys))]), "left")
         to, current = F.col(quoted(kind.valid_to)), F.col(quoted(kind.is_current))
         closed_here = ~current & (
             (F.col("__of").isNotNull() & (to == F.col("__of"))) | (F.col("__of").isNull() & (to >= start))
@@ -256,7 +256,7 @@ class Applying:
         def sc(c: str) -> Column:
             return F.col(f"__s{at[c]}")
 
-        both = old.join(fresh, _same_keys([lc(k) for k in keys], [sc(k) for k in keys]), "full")
+        both = old.join(fresh, same_keys([lc(k) for k in keys], [sc(k) for k in keys]), "full")
         has_old, has_new, was_current = lc(column).isNotNull(), sc(column).isNotNull(), lc(kind.is_current)
         if kind.updated_at:
             change = sc(kind.updated_at) > lc(kind.updated_at)
@@ -285,14 +285,6 @@ def _any_differs(pairs: list[tuple[Column, Column]]) -> Column:
     for old, new in pairs:
         same = same & old.eqNullSafe(new)
     return ~same
-
-
-def _same_keys(lefts: list[Column], rights: list[Column]) -> Column:
-    """A join condition: each column of ``lefts`` equals its column of ``rights`` (nulls equal)."""
-    cond = F.lit(True)
-    for a, b in zip(lefts, rights, strict=True):
-        cond = cond & a.eqNullSafe(b)
-    return cond
 
 
 def applied_in_log(location: str, s3: S3Settings) -> list[tuple[int, str]]:

@@ -13,7 +13,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from mesh_assets.engine.session import scoped_conf
@@ -31,6 +32,10 @@ METRICS = {
     "deleted": ("numTargetRowsDeleted",),
 }
 """Each change count and the ``operationMetrics`` of a ``MERGE`` (or of the first write) that hold it."""
+
+BROADCAST_LIMIT = 64 * 1024 * 1024
+"""The largest source (Spark's estimate of its bytes) broadcast to every task of a join with the table: the
+staged rows of a run are kept, so the estimate is their size in storage."""
 
 Statement = Callable[[str, str], str]
 """The ``MERGE`` statement into a table (its SQL identifier) from a view (its name)."""
@@ -177,3 +182,24 @@ def same_row(columns: list[str]) -> str:
 def keys_match(keys: tuple[str, ...] | list[str]) -> str:
     """The ``MERGE`` condition matching rows by ``keys`` (nulls equal: a null key is a key like any other)."""
     return " AND ".join(f"{quoted(c, 't')} <=> {quoted(c, 's')}" for c in keys)
+
+
+def same_keys(lefts: list[Column], rights: list[Column]) -> Column:
+    """A join condition: each column of ``lefts`` equals its column of ``rights`` (nulls equal)."""
+    cond = F.lit(True)
+    for a, b in zip(lefts, rights, strict=True):
+        cond = cond & a.eqNullSafe(b)
+    return cond
+
+
+def broadcastable(rows: DataFrame) -> bool:
+    """Whether Spark estimates ``rows`` at most :data:`BROADCAST_LIMIT` bytes (False where it gives no estimate:
+    a Spark Connect session)."""
+    jdf = getattr(rows, "_jdf", None)
+    if jdf is None:
+        return False
+    try:
+        size = int(jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+    except Exception:  # no estimate: not broadcast
+        return False
+    return size <= BROADCAST_LIMIT
