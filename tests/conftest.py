@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from last_use import RELEASED_AFTER_LAST_USE
 from receiver import json_receiver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +94,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return TOGETHER.get(path, path)
 
     return SharedFixturesTogether(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last test of the session's order that uses a fixture of :data:`RELEASED_AFTER_LAST_USE`, its
+    servers stop (``tests/last_use.py``)."""
+    yield
+    for name, stack in RELEASED_AFTER_LAST_USE.items():
+        if name in item.fixturenames and not (nextitem and name in nextitem.fixturenames):
+            later = item.session.items[item.session.items.index(item) + 1 :]
+            if not any(name in other.fixturenames for other in later):
+                stack.close()
 
 
 LEFT_IN_THE_CHECKOUT = ("spark-warehouse", "metastore_db", "derby.log")

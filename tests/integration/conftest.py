@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from deployment import Deployment, deployment
+from last_use import until_last_use
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
@@ -94,6 +95,6 @@ def world(spark, tmp_path_factory, request: pytest.FixtureRequest) -> Iterator[W
 @pytest.fixture(scope="session")
 def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     """The session's one webserver, daemon and code servers (``tests/deployment.py``), started by the first test
-    file that asks for them."""
-    with deployment(tmp_path_factory.mktemp("deployment")) as running:
-        yield running
+    file that asks for them and stopped after the last test that uses them."""
+    with until_last_use("shared_deployment") as servers:
+        yield servers.enter_context(deployment(tmp_path_factory.mktemp("deployment")))

@@ -18,6 +18,7 @@ import dagster as dg
 import pyspark
 import pytest
 import shop
+from last_use import until_last_use
 from processes import free_port, start, stop, tail, wait_for_port
 from shop import DAYS, RANGE, LocalShop
 
@@ -39,7 +40,7 @@ def alive_workers(ui_port: int) -> int:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``spark://127.0.0.1:<port>`` of a running master with one registered worker, and the worker's work dir;
-    started once for every test that uses it (the standalone and submit-mode tests)."""
+    started once for every test that uses it (the standalone and submit-mode tests), stopped after the last."""
     base = tmp_path_factory.mktemp("standalone")
     work = base / "work"
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(base)}
@@ -47,23 +48,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, ui = free_port(), free_port()
     master_args = ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)]
-    master = start([spark_class, "org.apache.spark.deploy.master.Master", *master_args], base / "master.log", env)
-    worker = None
-    try:
+    with until_last_use("cluster") as servers:
+        master = start([spark_class, "org.apache.spark.deploy.master.Master", *master_args], base / "master.log", env)
+        servers.callback(stop, master)
         wait_for_port(port, master, base / "master.log")
         worker_args = [f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "1", "--memory", "1g"]
         worker_args += ["--webui-port", str(free_port()), "--work-dir", str(work)]
         worker = start([spark_class, "org.apache.spark.deploy.worker.Worker", *worker_args], base / "worker.log", env)
+        servers.callback(stop, worker)  # before the master
         deadline = time.monotonic() + 180
         while alive_workers(ui) < 1:
             assert worker.poll() is None, tail(base / "worker.log")
             assert time.monotonic() < deadline, f"no worker registered:\n{tail(base / 'worker.log')}"
             time.sleep(1)
         yield f"spark://127.0.0.1:{port}", work
-    finally:
-        if worker is not None:
-            stop(worker)
-        stop(master)
 
 
 @pytest.fixture(scope="session")
@@ -72,12 +70,11 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     it loads a table, so a server thread in this process could not answer it."""
     port = free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
-    server = start([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log)
-    try:
+    with until_last_use("s3_endpoint") as servers:
+        server = start([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log)
+        servers.callback(stop, server)
         wait_for_port(port, server, log)
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(server)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from last_use import until_last_use
 from services import processes
 from webserver import dagster_webserver, workspace
 
@@ -37,11 +38,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home.mkdir()
     locations = {"food_delivery": ROOT / "domains" / "food_delivery" / "definitions.py"}
     env = {**os.environ, "DAGSTER_HOME": str(home), "MESH_AUTOMATION__ENABLED": "false"}
-    with (
-        dg.DagsterInstance.from_config(str(home)) as instance,  # the storage exists before the webserver opens it
-        dagster_webserver(workspace(base / "workspace.yaml", locations, ROOT), env, base / "webserver.log") as url,
-    ):
-        yield Served(url, instance)
+    with until_last_use("served") as servers:
+        instance = servers.enter_context(dg.DagsterInstance.from_config(str(home)))  # storage before the webserver
+        webserver = dagster_webserver(workspace(base / "workspace.yaml", locations, ROOT), env, base / "webserver.log")
+        yield Served(servers.enter_context(webserver), instance)
 
 
 @contextmanager
