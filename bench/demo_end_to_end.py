@@ -13,31 +13,36 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from datetime import date
 from functools import reduce
 from pathlib import Path
 
 import dagster as dg
 
 from bench.common import ROOT, Result, print_results
-from mesh_assets import MeshResource, get_spark, mesh_definitions
+from mesh_assets import MeshResource, executable_assets, get_spark, mesh_definitions
 from mesh_assets.graph.discovery import load_all
 from mesh_assets.graph.resolve import MeshGraph
-from mesh_assets.model.grain import Grain
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, ranges_of_regions
 from mesh_assets.run.compute import transform
 from mesh_assets.storage.writer import replace_predicate
 from mesh_examples.generator import days
 from mesh_examples.landing import land_all
-from mesh_examples.run import DEMO_START, materialize_mesh
+from mesh_examples.run import DEMO_START, materialize_mesh, plan
 
 DOMAINS = ROOT / "domains"
 
 
 def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) -> None:
-    """Every product's transformation over ``first``..``last``, written straight to Delta, upstream first."""
+    """Every product's transformation over the partitions the demo plans for ``first``..``last`` (a date-by-region
+    table's dates region by region, the weeks and months the days hold), written straight to Delta, upstream
+    first."""
     spark, registry = mesh.spark, mesh.registry
     graph = MeshGraph(load_all(DOMAINS))
     log = dg.get_dagster_logger()
+    planned = {
+        p.key: p.partitions for p in plan(executable_assets(defs), date.fromisoformat(first), date.fromisoformat(last))
+    }
     for key in defs.resolve_asset_graph().toposorted_asset_keys:
         node = graph.nodes.get((key.path[0], key.path[-1])) if len(key.path) == 2 else None
         if node is None:
@@ -47,19 +52,23 @@ def raw_mesh(mesh: MeshResource, defs: dg.Definitions, first: str, last: str) ->
         if not grain.partitioned:
             df = transform(spark, registry, node, None, log, "raw", {})
             df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(location)
+            registry.register(spark, node.domain, out.table)
+            continue
+        keys = [k for k in planned.get(key, ()) if k is not None]
+        if node.table.regions:
+            parts = ranges_of_regions(grain, node.table.regions, node.table.zones, keys)
         else:
-            part = PartitionRange.from_keys(Grain.DAILY, first, last).as_grain(grain)
+            parts = [PartitionRange.from_keys(grain, keys[0], keys[-1])] if keys else []
+        for part in parts:
             if node.transformation.range_aware:
                 df = transform(spark, registry, node, part, log, "raw", {})
             else:
                 frames = [transform(spark, registry, node, part.single(v), log, "raw", {}) for v in part.values()]
                 df = reduce(lambda a, b: a.unionByName(b), frames)
-            (
-                df.write.format("delta")
-                .mode("overwrite")
-                .partitionBy(out.partition_column)
-                .option("replaceWhere", replace_predicate(out.partition_column, part))
-                .save(location)
+            columns = [out.partition_column, out.region_column] if node.table.regions else [out.partition_column]
+            predicate = replace_predicate(out.partition_column, part, region_column=out.region_column)
+            df.write.format("delta").mode("overwrite").partitionBy(*columns).option("replaceWhere", predicate).save(
+                location
             )
         registry.register(spark, node.domain, out.table)
 

@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from mesh_assets.model.grain import midnight, utc
 
@@ -174,6 +175,52 @@ def hours(day: date) -> list[datetime]:
     """The 24 hourly partitions of ``day`` (UTC)."""
     start = midnight(day)
     return [start + timedelta(hours=h) for h in range(24)]
+
+
+# central: the app's events of each region, landed in 15-minute batches -----------------------------------
+
+APP_REGIONS = {"eu": "Europe/Madrid", "latam": "America/Sao_Paulo", "apac": "Asia/Singapore"}
+"""The regions whose apps send events, with the time zone their cities' days are counted in."""
+REGION_CITIES = {"eu": ("madrid", "barcelona", "milan"), "latam": ("sao_paulo",), "apac": ("singapore",)}
+APP_EVENT_TYPES = ("app_opened", "search", "checkout")
+BATCH = timedelta(minutes=15)
+
+RAW_APP_EVENTS_SCHEMA = (
+    "event_id long, session_id string, region string, city string, event_type string, event_at timestamp, "
+    "p_batch timestamp"
+)
+
+
+def raw_app_events(batch: datetime, seed: int = 7) -> list[tuple]:
+    """What the regions' ingestion lands for one 15-minute batch (UTC): each region's sessions that started in it
+    (none to two, fewer in its local night), each an ``app_opened``, maybe a ``search`` and a ``checkout``, all
+    within the batch; plus an at-least-once duplicate now and then. A few rows a batch, as the demo wants."""
+    batch = utc(batch).replace(second=0, microsecond=0)
+    rng = random.Random(f"app-events:{seed}:{batch:%Y-%m-%dT%H:%M}")
+    stamp = int(batch.strftime("%Y%m%d%H%M"))
+    rows = []
+    for r, (region, zone) in enumerate(APP_REGIONS.items()):
+        night = batch.astimezone(ZoneInfo(zone)).hour < 7
+        for s in range(rng.randint(0, 1) if night else rng.randint(1, 2)):
+            session = f"{region}-{stamp}-{s}"
+            city = rng.choice(REGION_CITIES[region])
+            at = batch + timedelta(seconds=rng.randint(0, 599))
+            kinds = APP_EVENT_TYPES[: rng.choice((1, 2, 2, 3))]
+            for k, kind in enumerate(kinds):
+                event_id = (stamp * 10 + r) * 100 + s * 10 + k
+                rows.append((event_id, session, region, city, kind, at + timedelta(seconds=60 * k), batch))
+    if rows and rng.random() < 0.1:
+        rows.append(rng.choice(rows))
+    return rows
+
+
+def batches(first: datetime, last: datetime) -> list[datetime]:
+    """The 15-minute batches from ``first`` to ``last`` (both included, UTC)."""
+    out, at = [], utc(first)
+    while at <= utc(last):
+        out.append(at)
+        at += BATCH
+    return out
 
 
 # growth: Google Search Console's daily export ------------------------------------------------------------

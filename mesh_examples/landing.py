@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from mesh_assets.model.grain import Grain, utc
 from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.regions import local_day
 from mesh_assets.storage.tables import TableRegistry
 from mesh_assets.storage.writer import replace_predicate
 from mesh_examples import generator
@@ -20,6 +21,7 @@ LANDED = (
     ("food_delivery", "raw_categories"),
     ("food_delivery", "raw_orders"),
     ("central", "raw_order_events"),
+    ("central", "raw_app_events"),
     ("growth", "google_search_console"),
     ("growth", "raw_customer_changes"),
 )
@@ -104,6 +106,26 @@ def land_raw_order_events(
     )
 
 
+def land_app_events(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
+    """Backfill ``central.raw_app_events`` with every 15-minute batch of each region's local ``days`` in one
+    commit: from the earliest region's first local midnight (Singapore's, the day before in UTC) to the latest
+    region's last (São Paulo's, the day after)."""
+    days = sorted(days)
+    zones = generator.APP_REGIONS.values()
+    first = min(local_day(days[0], zone)[0] for zone in zones)
+    last = max(local_day(days[-1], zone)[1] for zone in zones) - generator.BATCH
+    rows = [row for batch in generator.batches(first, last) for row in generator.raw_app_events(batch, seed)]
+    (
+        spark.createDataFrame(rows, generator.RAW_APP_EVENTS_SCHEMA)
+        .coalesce(1)  # one file per batch: a batch holds a few rows
+        .write.format("delta")
+        .mode("overwrite")
+        .partitionBy("p_batch")
+        .option("replaceWhere", replace_predicate("p_batch", PartitionRange(Grain.minutes(15), first, last)))
+        .save(registry.location("central", "raw_app_events"))
+    )
+
+
 def land_growth(spark: SparkSession, registry: TableRegistry, days: Iterable[date], seed: int = SEED) -> None:
     """Write Google Search Console's daily exports and the accounts app's change exports (CDC rows) for ``days``
     into ``growth``, one commit each."""
@@ -136,4 +158,5 @@ def land_all(spark: SparkSession, registry: TableRegistry, days: Iterable[date],
     days = sorted(days)
     land_food_delivery(spark, registry, days, seed)
     land_central(spark, registry, days, seed)
+    land_app_events(spark, registry, days, seed)
     land_growth(spark, registry, days, seed)

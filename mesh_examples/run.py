@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from graphlib import TopologicalSorter
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,9 @@ import dagster as dg
 from pyspark.sql import functions as F
 
 from mesh_assets import RESOURCE_KEY, MeshResource, executable_assets, observe_now
+from mesh_assets.assets.specs import MIN_COMPLETE_KEY
 from mesh_assets.engine.session import scoped_conf
+from mesh_assets.model.grain import DATE, midnight
 from mesh_examples.generator import days
 from mesh_examples.landing import land_all
 
@@ -114,7 +116,7 @@ def publish(
     keys = materialize_mesh(defs, instance, mesh, first, last, listener, current)
     if set(planned) - set(current):
         current = current_tables(assets, instance, mesh, planned)
-    return summarize(instance, keys, mesh, current)
+    return summarize(instance, keys, mesh, current, partition_columns(assets))
 
 
 def materialize_mesh(
@@ -141,9 +143,10 @@ def materialize_mesh(
     resources = {**(defs.resources or {}), RESOURCE_KEY: mesh}
     tags = {"mesh/launched_by": "demo"}
     runs: list[tuple[list[dg.AssetKey], dict[str, str]]] = [(unpartitioned, tags)]
-    keys = dg.PartitionKeyRange(first.isoformat(), last.isoformat())
+    planned = {p.key: set(p.partitions) for p in plan(assets, first, last)}
     for partitions, selection in by_partitions(assets):
-        covered = partitions.get_partition_keys_in_range(keys)
+        wanted = set().union(*(planned[k] for k in selection))
+        covered = [k for k in partitions.get_partition_keys() if k in wanted]  # Dagster's order: a range of them
         if covered:
             span = {"dagster/asset_partition_range_start": covered[0], "dagster/asset_partition_range_end": covered[-1]}
             runs.append((selection, {**tags, **span}))
@@ -225,13 +228,12 @@ def root_cause(error: object) -> str:
 
 def plan(assets: list[dg.AssetsDefinition], first: date, last: date) -> list[Planned]:
     """Every executable table with its domain, product (its asset group) and the partitions the demo covers."""
-    keys = dg.PartitionKeyRange(first.isoformat(), last.isoformat())
     planned = [
         Planned(
             key,
             key.path[0],
             a.group_names_by_key[key],
-            tuple(a.partitions_def.get_partition_keys_in_range(keys)) if a.partitions_def else (None,),
+            covered(a.partitions_def, first, last, needed_share(a, key)) if a.partitions_def else (None,),
         )
         for a in assets
         for key in a.keys
@@ -239,14 +241,46 @@ def plan(assets: list[dg.AssetsDefinition], first: date, last: date) -> list[Pla
     return sorted(planned, key=lambda p: (p.domain, p.product, p.key.to_user_string()))
 
 
+def covered(partitions: dg.PartitionsDefinition, first: date, last: date, share: float) -> tuple[str, ...]:
+    """The partitions of ``first``..``last``: a date-by-region table's (date, region) pairs of those dates; a
+    time partition inside the days, or one the days cover ``share`` of (a month's first 14 days, where the
+    table may read part of its window); a week or month reaching past the days would wait for them."""
+    start, end = midnight(first), midnight(last + timedelta(days=1))
+    if isinstance(partitions, dg.MultiPartitionsDefinition):
+        return tuple(
+            str(key)
+            for key in partitions.get_partition_keys()
+            if first <= date.fromisoformat(key.keys_by_dimension[DATE]) <= last  # type: ignore[attr-defined]
+        )
+    assert isinstance(partitions, dg.TimeWindowPartitionsDefinition), partitions
+    out = []
+    for key in partitions.get_partition_keys_in_time_window(dg.TimeWindow(start, end)):
+        window = partitions.time_window_for_partition_key(key)
+        inside = min(window.end, end) - max(window.start, start)
+        if window.start >= start and inside / (window.end - window.start) >= share:
+            out.append(key)
+    return tuple(out)
+
+
+def needed_share(asset: dg.AssetsDefinition, key: dg.AssetKey) -> float:
+    """The share of a partition's window its inputs need: 1 unless every input it reads accepts part of its window
+    (``min_complete``, recorded in the table's metadata), then the largest share they name."""
+    declared = asset.metadata_by_key[key].get(MIN_COMPLETE_KEY)
+    shares = getattr(declared, "value", declared) or {}
+    deps = [".".join(dep.path) for dep in asset.asset_deps[key]]
+    return max((shares.get(dep, 1.0) for dep in deps), default=1.0)
+
+
 def summarize(
     instance: dg.DagsterInstance,
     keys: list[dg.AssetKey],
     mesh: MeshResource,
     current: dict[dg.AssetKey, Published] | None = None,
+    columns: dict[dg.AssetKey, tuple[str, ...]] | None = None,
 ) -> list[AssetSummary]:
-    """Per asset: the partitions materialized (from the instance) and their rows (from the Delta table; for a
-    table left as it was because it was current, from its materializations, which recorded what it holds)."""
+    """Per asset: the partitions materialized (from the instance) and their rows (from the Delta table, by the
+    table's ``columns``, default ``p_date``; for a table left as it was because it was current, from its
+    materializations, which recorded what it holds)."""
     out = []
     for key in sorted(keys, key=lambda k: k.to_user_string()):
         if key in (current or {}):
@@ -255,18 +289,32 @@ def summarize(
             continue
         records = instance.fetch_materializations(key, limit=10_000).records
         partitions = sorted({(r.asset_materialization.partition or "-") for r in records if r.asset_materialization})
-        out.append(AssetSummary(key.to_user_string(), partitions, delta_rows(mesh, key, partitions)))
+        by = (columns or {}).get(key) or ("p_date",)
+        out.append(AssetSummary(key.to_user_string(), partitions, delta_rows(mesh, key, partitions, by)))
     return out
 
 
-def delta_rows(mesh: MeshResource, key: dg.AssetKey, partitions: list[str]) -> dict[str, int]:
-    """Rows per partition as readers see them now (``p_date`` partitions, or the whole table)."""
+def delta_rows(
+    mesh: MeshResource, key: dg.AssetKey, partitions: list[str], columns: tuple[str, ...] = ("p_date",)
+) -> dict[str, int]:
+    """Rows per partition as readers see them now (grouped by ``columns``, the partition column and a date-by-region
+    table's region column, as Dagster spells its keys), or of the whole table."""
     if not partitions:
         return {}
     table = mesh.spark.read.format("delta").load(mesh.registry.location(*key.path))
     if partitions == ["-"]:
         return {"-": table.count()}
-    counts = {
-        str(r["p"]): r["count"] for r in table.groupBy(F.col("p_date").cast("string").alias("p")).count().collect()
-    }
+    spelled = F.concat_ws("|", *(F.col(c).cast("string") for c in columns)).alias("p")
+    counts = {str(r["p"]): r["count"] for r in table.groupBy(spelled).count().collect()}
     return {p: counts.get(p, 0) for p in partitions}
+
+
+def partition_columns(assets: list[dg.AssetsDefinition]) -> dict[dg.AssetKey, tuple[str, ...]]:
+    """Each partitioned table's partition column, and its region column when it has one (from its metadata)."""
+    out = {}
+    for a in assets:
+        for key in a.keys:
+            metadata = a.metadata_by_key[key]
+            columns = (metadata.get("partition_column"), metadata.get("region_column"))
+            out[key] = tuple(str(c) for c in columns if c not in (None, "-"))
+    return out

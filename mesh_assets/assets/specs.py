@@ -20,6 +20,8 @@ from mesh_assets.model.checks import Freshness
 from mesh_assets.model.product import DataProduct, Output
 
 RESOURCE_KEY = "mesh"
+MIN_COMPLETE_KEY = "mesh/min_complete"
+"""A table's metadata: each input (``domain.table``) whose window it may read in part, with the share it needs."""
 
 
 def table_pool(domain: str, table: str) -> str:
@@ -43,8 +45,9 @@ def product_tags(product: DataProduct, table: Table) -> dict[str, str]:
 
 def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
     """Contacts, the product's revision, the source file and line (Dagster's code references, an absolute path
-    made without resolving links: a call per file system level, for each of a thousand tables), and the
-    partition column."""
+    made without resolving links: a call per file system level, for each of a thousand tables), the partition
+    column (and region column), and the share of each input's window that lets a partition run, where declared
+    (``min_complete``), so the UI and tools see the policy without the spec."""
     metadata: dict[str, Any] = {
         "contacts": dg.MetadataValue.json([c.model_dump() for c in product.contacts]),
     }
@@ -62,6 +65,11 @@ def table_metadata(product: DataProduct, table: Table) -> dict[str, Any]:
         )
         metadata["source_file"] = str(product.source_file)
     metadata["partition_column"] = table.partition_column if table.grain.partitioned else "-"
+    if table.regions:
+        metadata["region_column"] = table.region_column
+    partial = {i.ref: i.min_complete for i in table.declared if i.min_complete is not None}
+    if partial:
+        metadata[MIN_COMPLETE_KEY] = dg.MetadataValue.json(partial)
     return metadata
 
 

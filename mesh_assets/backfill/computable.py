@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from mesh_assets.assets.specs import MIN_COMPLETE_KEY
 from mesh_assets.compat import AssetGraph, PartitionsSubset
 
 
@@ -70,12 +71,45 @@ def _unreadable(
             continue
         needed = mapping.get_upstream_mapped_partitions_result_for_partitions(subset, child_def, parent_def)
         missing = set(needed.partitions_subset.get_partition_keys()) - published.keys(parent)
+        share = _min_complete(graph, key, parent)
+        if missing and share is not None:
+            missing = _short(mapping, child_def, parent_def, everything, published.keys(parent), share)
         if missing:
             readers = mapping.get_downstream_partitions_for_partitions(
                 parent_def.empty_subset().with_partition_keys(sorted(missing)), parent_def, child_def
             )
             out[parent] = (set(readers.get_partition_keys()) & everything, missing)
     return out
+
+
+def _min_complete(graph: AssetGraph, key: dg.AssetKey, parent: dg.AssetKey) -> float | None:
+    """The share of ``parent``'s window that lets a partition of ``key`` run (its ``min_complete``), if declared."""
+    declared = graph.get(key).metadata.get(MIN_COMPLETE_KEY)
+    shares = getattr(declared, "value", declared) or {}
+    return shares.get(".".join(parent.path))
+
+
+def _short(
+    mapping: dg.PartitionMapping,
+    child_def: dg.PartitionsDefinition,
+    parent_def: dg.PartitionsDefinition,
+    keys: set[str],
+    available: set[str],
+    share: float,
+) -> set[str]:
+    """The missing input partitions of the partitions in ``keys`` whose window has less than ``share`` of its
+    input partitions published or planned (a rollup with ``min_complete`` runs on the rest)."""
+    missing: set[str] = set()
+    for key in sorted(keys):
+        one = child_def.empty_subset().with_partition_keys([key])
+        window = set(
+            mapping.get_upstream_mapped_partitions_result_for_partitions(
+                one, child_def, parent_def
+            ).partitions_subset.get_partition_keys()
+        )
+        if window and len(window & available) / len(window) < share:
+            missing |= window - available
+    return missing
 
 
 def _read_by(

@@ -104,8 +104,9 @@ def shown(path: Path) -> str:
 
 def summary_table(summary: list[AssetSummary]) -> Table:
     """Domains as headings, tables under them: partitions published, rows, and the rows of the smallest and
-    largest partition. No timings or run ids, so two runs over the same data print the same table."""
-    dated = sorted({p for item in summary for p in item.partitions if p != "-"})
+    largest partition; a table partitioned by date and region has a line per region under it. No timings or run
+    ids, so two runs over the same data print the same table."""
+    dated = sorted({p.split("|")[0] for item in summary for p in item.partitions if p != "-"})
     span = f" ({dated[0]} .. {dated[-1]})" if dated else ""
     table = Table(title=f"Published by the demo{span}", box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
     table.add_column("domain / table", overflow="fold")
@@ -118,10 +119,18 @@ def summary_table(summary: list[AssetSummary]) -> Table:
         if name_domain != domain:
             domain = name_domain
             table.add_row(f"[bold]{domain}[/bold]")
-        counts = [item.rows[p] for p in item.partitions]
         partitions = "whole" if item.partitions == ["-"] else str(len(item.partitions))
-        spread = (
-            "" if len(counts) < 2 else str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
-        )
-        table.add_row(f"  {name}", partitions, str(sum(counts)), spread)
+        table.add_row(f"  {name}", partitions, *counted([item.rows[p] for p in item.partitions]))
+        regions: dict[str, list[int]] = {}
+        for p in item.partitions:
+            if "|" in p:
+                regions.setdefault(p.split("|", 1)[1], []).append(item.rows[p])
+        for region, counts in sorted(regions.items()):
+            table.add_row(f"    {region}", str(len(counts)), *counted(counts))
     return table
+
+
+def counted(counts: list[int]) -> tuple[str, str]:
+    """The rows of some partitions, and those of the smallest and largest (one number when all are the same)."""
+    spread = "" if len(counts) < 2 else str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+    return str(sum(counts)), spread

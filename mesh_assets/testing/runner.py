@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from mesh_assets.graph.discovery import load_domain
 from mesh_assets.graph.resolve import MeshGraph, Node
 from mesh_assets.model.errors import Refused
-from mesh_assets.model.partitions import PartitionRange
+from mesh_assets.model.partitions import PartitionRange, ranges_of_regions
 from mesh_assets.run.compute import apply_transformation
 
 Rows = list[dict[str, Any]]
@@ -103,6 +103,17 @@ class Given:
     inputs: dict[str, Rows | DataFrame]
 
 
+def partition_of(node: Node, key: str) -> PartitionRange:
+    """The partition a test computes: a key of the table's grain, or ``2021-06-01|eu`` (a date and a region) of a
+    table partitioned by date and region, whose run reads that region's local day."""
+    if not node.table.regions:
+        return PartitionRange.from_keys(node.table.grain, key, key)
+    if "|" not in key:
+        raise CaseError(f"{node.table.ref} is partitioned by date and region: give the partition as DATE|REGION")
+    (part,) = ranges_of_regions(node.table.grain, node.table.regions, node.table.zones, [key])
+    return part
+
+
 def run(spark: SparkSession, domains_dir: Path, given: Given) -> DataFrame:
     """The output's rows computed from the given inputs' rows by the product's own transformation."""
     node = find_node(domains_dir, given.domain, given.table)
@@ -123,5 +134,5 @@ def run(spark: SparkSession, domains_dir: Path, given: Given) -> DataFrame:
     if node.table.grain.partitioned:
         if given.partition is None:
             raise CaseError(f"{node.table.ref} is partitioned: give the partition the test computes")
-        part = PartitionRange.from_keys(node.table.grain, given.partition, given.partition)
+        part = partition_of(node, given.partition)
     return apply_transformation(spark, node.domain, t, node.sql, frames, part, LOG, "mesh-test")

@@ -107,6 +107,9 @@ def test_the_demo_shows_each_product_and_its_partitions(demo: DemoRun):
     assert done["food_delivery/orders"] == f"{DAYS}/{DAYS}"
     assert done["courier/courier_distances"] == f"{2 * DAYS}/{2 * DAYS}"  # two tables
     assert done["food_delivery/menu_catalog"] == "3/3"  # three unpartitioned tables
+    assert done["central/city_sessions"] == f"{3 * DAYS}/{3 * DAYS}"  # each date in three regions
+    assert done["food_delivery/monthly_city_orders"] == "1/1"  # June to date
+    assert "food_delivery/weekly_city_orders" not in done  # no ISO week fits in June's first 7 days
     assert {product.split("/")[0] for product in done} == {"analytics", "central", "courier", "food_delivery", "growth"}
 
 
@@ -123,6 +126,9 @@ def test_the_summary_keeps_its_columns(demo: DemoRun):
     assert rows["orders_7_days"][0] == str(DAYS)
     assert rows["menus"][0] == "whole" and rows["menus"][1] > 0
     assert rows["summary_gsc"][0] == "whole"
+    assert rows["city_daily_sessions"][0] == str(3 * DAYS) and rows["monthly_city_orders"][0] == "1"
+    regions = re.findall(r"^     (eu|latam|apac) +(\d+) +\d+", demo.output, re.M)
+    assert regions == [("apac", str(DAYS)), ("eu", str(DAYS)), ("latam", str(DAYS))]  # under city_daily_sessions
 
 
 def test_other_tools_logs_go_to_the_named_log_file(demo: DemoRun):
@@ -244,11 +250,11 @@ def test_a_terminal_shows_the_progress_and_the_summary_and_the_log_file_the_rest
     screen = screen_lines(output)
     assert code == 0, output
     products = [line for line in screen if re.search(r" \d+/\d+ partitions$", line)]
-    assert len(products) == 12, screen  # the example's data products, each published in full
-    assert all(re.search(rf" ({DAYS}|{2 * DAYS}|3|1)/\1 partitions$", line) for line in products), screen
+    assert len(products) == 15, screen  # the example's data products, each published in full
+    assert all(re.search(rf" ({DAYS}|{2 * DAYS}|{3 * DAYS}|3|1)/\1 partitions$", line) for line in products), screen
     assert f"Published by the demo (2021-06-01 .. 2021-06-{DAYS:02d})" in screen
-    # make's command, instance and warehouse, 3 stages, 12 products, the summary's 24 lines, the log's path
-    assert len(screen) <= 46, "\n".join(screen)
+    # make's command, instance and warehouse, 3 stages, 15 products, the summary's 29 lines, the log's path
+    assert len(screen) <= 54, "\n".join(screen)
     log = (demo.home / "logs" / "demo.log").read_text()
     for own in ("Setting default log level", "Running with dbt=", "STEP_SUCCESS"):  # Spark, dbt, Dagster
         assert own in log

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +14,10 @@ from zones import in_utc
 
 from mesh_assets.graph.discovery import load_domain
 from mesh_assets.graph.revisions import sql_text
+from mesh_assets.model.regions import local_day
 from mesh_examples import generator
+from mesh_examples.generator import days, raw_orders
+from mesh_examples.landing import land_raw_orders
 
 pytestmark = pytest.mark.spark
 
@@ -43,6 +47,10 @@ COURIER_CHAIN = [
     ["courier", "courier_distances_points_intermediate"],
     ["courier", "courier_distances_order_level_attributes"],
 ]
+
+
+def failure(result: dg.ExecuteInProcessResult) -> str:
+    return next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").event_specific_data.error.message
 
 
 def expected_descriptors(day: date) -> dict[int, tuple]:
@@ -211,3 +219,94 @@ def test_order_status_keeps_each_orders_latest_status_over_days(world, spark):
     event = again.get_asset_materialization_events()[0].materialization
     assert event.metadata["unchanged"].value is True
     assert DeltaTable.forPath(spark, location).history(1).first()["version"] == version
+
+
+def expected_city_sessions(day: date, region: str) -> dict[str, tuple]:
+    """``central.city_daily_sessions`` of ``region``'s local ``day``, from the generator's 15-minute batches without
+    Spark: per city, (sessions, events, checkouts, first and last event)."""
+    start, end = local_day(day, generator.APP_REGIONS[region])
+    events = {
+        e[0]: e
+        for batch in generator.batches(start, end - generator.BATCH)
+        for e in generator.raw_app_events(batch)
+        if e[2] == region
+    }
+    by_city: dict[str, list[tuple]] = {}
+    for e in events.values():
+        by_city.setdefault(e[3], []).append(e)
+    return {
+        city: (
+            len({e[1] for e in evs}),
+            len(evs),
+            sum(e[4] == "checkout" for e in evs),
+            min(e[5] for e in evs),
+            max(e[5] for e in evs),
+        )
+        for city, evs in by_city.items()
+    }
+
+
+def test_a_region_s_daily_sessions_cover_its_local_day_of_15_minute_batches(world):
+    """One run over two regions of 2021-06-02: São Paulo's day is 03:00 to 03:00 UTC, Singapore's 16:00 the day
+    before to 16:00; each region's rows are exactly its own cities' events of its own local day."""
+    sessions = ["central", "city_daily_sessions"]
+    result = world.materialize([sessions], start="2021-06-02|latam", end="2021-06-02|apac")
+
+    assert {e.materialization.partition for e in result.get_asset_materialization_events()} == {
+        "2021-06-02|latam",
+        "2021-06-02|apac",
+    }
+    columns = ["city", "sessions", "events", "checkouts", "first_event_at", "last_event_at"]
+    utc_day = (datetime(2021, 6, 2, tzinfo=UTC), datetime(2021, 6, 3, tzinfo=UTC))
+    for region, (start, end) in {
+        "latam": (datetime(2021, 6, 2, 3, tzinfo=UTC), datetime(2021, 6, 3, 3, tzinfo=UTC)),
+        "apac": (datetime(2021, 6, 1, 16, tzinfo=UTC), datetime(2021, 6, 2, 16, tzinfo=UTC)),
+    }.items():
+        rows = world.table(*sessions).where(f"p_date = DATE'2021-06-02' AND region = '{region}'").select(*columns)
+        got = {r["city"]: in_utc(r)[1:] for r in rows.collect()}
+        assert got == expected_city_sessions(date(2021, 6, 2), region)
+        first, last = min(v[3] for v in got.values()), max(v[4] for v in got.values())
+        assert start <= first and last < end
+        # Events of the UTC day before (apac) or after (latam): a UTC day's batches would have left them out.
+        assert first < utc_day[0] if region == "apac" else last >= utc_day[1]
+    assert world.table(*sessions).where("region = 'eu'").count() == 0  # a region not run is not written
+
+
+def test_the_weekly_rollup_waits_for_the_week_s_last_day_and_the_monthly_takes_part_of_june(world):
+    """Orders of June 7-13 (the ISO week of 2021-06-07) landed; with six days published the week is refused naming
+    the seventh; with all seven it holds each city's orders of the week. June, read with ``min_complete: 0.2``,
+    is published from the 11 days there are, the 19 others recorded as missing."""
+    week = [date(2021, 6, 7) + timedelta(days=n) for n in range(7)]
+    land_raw_orders(world.mesh.spark, world.mesh.registry, week[0], week[-1], [r for d in week for r in raw_orders(d)])
+    world.observe()
+    orders, weekly = ["food_delivery", "orders"], ["food_delivery", "weekly_city_orders"]
+    world.materialize([orders], start=week[0].isoformat(), end=week[-2].isoformat())
+
+    waiting = world.materialize([weekly], "2021-06-07", raise_on_error=False)
+
+    assert not waiting.success
+    assert "food_delivery.orders 2021-06-13 (not published)" in failure(waiting)
+    assert not Path(world.mesh.registry.location(*weekly)).exists()
+
+    world.materialize([orders], week[-1].isoformat())
+    world.materialize([weekly], "2021-06-07")
+
+    deduped = {r[0]: r for d in week for r in raw_orders(d)}.values()
+    expected: dict[str, list[int]] = {}
+    for r in deduped:
+        expected.setdefault(r[9], [0, 0])[0] += 1
+        expected[r[9]][1] += r[12] == "delivered"
+    rows = world.table(*weekly).collect()
+    assert {r["city"]: [r["orders"], r["delivered"]] for r in rows} == expected
+    assert {(r["p_week"], r["days"]) for r in rows} == {(date(2021, 6, 7), 7)}
+
+    world.materialize([orders], start=world.days[0].isoformat(), end=world.days[-1].isoformat())
+    monthly = world.materialize([["food_delivery", "monthly_city_orders"]], "2021-06-01")
+
+    event = monthly.get_asset_materialization_events()[0].materialization
+    published = {*world.days, *week}
+    missing = [d.isoformat() for d in days(date(2021, 6, 1), 30) if d not in published]
+    assert json.loads(json.dumps(event.metadata["incomplete_inputs"].value)) == {"food_delivery.orders": missing}
+    rows = world.table("food_delivery", "monthly_city_orders").collect()
+    assert sum(r["orders"] for r in rows) == len({r[0] for d in sorted(published) for r in raw_orders(d)})
+    assert {(r["p_month"], r["days"]) for r in rows} == {(date(2021, 6, 1), len(published))}

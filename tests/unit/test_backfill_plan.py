@@ -3,11 +3,12 @@ does (no Spark, no daemon)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from planning import landed, planning_instance
+from planning import landed, planning_instance, published
 
 from mesh_assets import mesh_definitions
 from mesh_assets.backfill import (
@@ -25,6 +26,7 @@ EXPECTED = {
     "food_delivery/orders": ["2021-06-04..2021-06-06"],
     "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-12"],
     "food_delivery/orders_7_days": ["2021-06-04..2021-06-12"],
+    "food_delivery/monthly_city_orders": ["2021-06-01"],
 }
 
 
@@ -128,6 +130,24 @@ def test_cli_dry_run_launches_nothing(mesh, monkeypatch, capsys, tmp_path, no_we
     out = " ".join(capsys.readouterr().out.split())
     assert f"no Dagster webserver answers at {no_webserver}" in out
     assert "start the webserver: make dev" in out and "nothing launched" in out
+
+
+def test_a_month_to_date_rollup_is_planned_once_its_share_of_days_can_be_read(mesh, monkeypatch, capsys, tmp_path):
+    """``monthly_city_orders`` reads June's orders with ``min_complete: 0.2``: 3 days of 30 leave it out, naming the
+    days it lacks; 6 days (published or planned) are enough."""
+    instance = planning_instance(monkeypatch, tmp_path, mesh)
+    published(instance, "raw_orders", 12)
+    published(instance, "orders", 3)
+    days = ["--downstream", "--dry-run", "--start", "2021-06-01"]
+
+    assert main.main(["backfill", "food_delivery.orders", *days, "--end", "2021-06-03"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "food_delivery/monthly_city_orders 2021-06-01: food_delivery/orders 2021-06-04..2021-06-30 (27)" in out
+
+    assert main.main(["backfill", "food_delivery.orders", *days, "--end", "2021-06-06"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"│ food_delivery/monthly_city_orders +│ 2021-06-01 ", out), out
+    assert "monthly_city_orders 2021-06-01:" not in out  # not left out
 
 
 @pytest.mark.slow
