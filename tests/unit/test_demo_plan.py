@@ -10,6 +10,7 @@ from rich.console import Console
 
 from mesh_assets import executable_assets, mesh_definitions
 from mesh_assets.cli.demo import summary_table
+from mesh_examples.current import current_tables
 from mesh_examples.run import AssetSummary, plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,3 +51,15 @@ def test_the_summary_puts_a_line_per_region_under_a_regional_table():
         ["apac", "2", "3", "1-2"],
         ["eu", "2", "6", "3"],
     ]
+
+
+def test_a_table_with_nothing_to_publish_in_the_window_is_current_and_does_not_stop_the_demo():
+    """A 7-day demo plans no ISO week: the weekly rollup has no partition to check, on a fresh instance too."""
+    assets = executable_assets(mesh_definitions(ROOT / "domains"))
+    week = {p.key: p.partitions for p in plan(assets, date(2021, 6, 1), date(2021, 6, 7))}
+    only = {WEEKLY: week[WEEKLY]}
+
+    with dg.instance_for_test() as instance:
+        current = current_tables(assets, instance, None, only)  # nothing of the table is read: no Spark
+
+    assert current[WEEKLY].records == {} and current[WEEKLY].rows() == {}
