@@ -69,6 +69,8 @@ def test_mesh_lineage_reads_the_servers_lineage_endpoint(reading_the_server, cap
         "job:food_delivery:food_delivery.orders",
         "job:food_delivery:food_delivery.orders_7_days",
         "job:food_delivery:food_delivery.delivery_times_7_days",
+        "job:food_delivery:food_delivery.weekly_city_orders",
+        "job:food_delivery:food_delivery.monthly_city_orders",
     }
     assert main.main(["lineage", "food_delivery/orders", "--downstream", "--depth", "1", "--format", "dot"]) == 0
     dot = capsys.readouterr().out
@@ -99,6 +101,7 @@ def test_from_lineage_plans_agree_with_the_asset_graph_on_the_example_mesh(readi
         "food_delivery/orders": ["2021-06-04..2021-06-06"],
         "food_delivery/delivery_times_7_days": ["2021-06-04..2021-06-12"],
         "food_delivery/orders_7_days": ["2021-06-04..2021-06-12"],
+        "food_delivery/monthly_city_orders": ["2021-06-01"],  # June to date: its min_complete accepts the days
     }
 
 
@@ -108,7 +111,7 @@ def test_backfill_from_lineage_dry_run_prints_the_servers_plan(reading_the_serve
     args = ["backfill", "food_delivery.orders", "--start", "2021-06-04", "--end", "2021-06-06", "--downstream"]
     assert main.main([*args, "--from-lineage", "--dry-run"]) == 0
     out = " ".join(capsys.readouterr().out.replace("│", " ").split())
-    assert "Backfill plan: 15 partition(s) of 3 asset(s)" in out
+    assert "Backfill plan: 16 partition(s) of 4 asset(s)" in out  # with June of the monthly rollup
     assert "food_delivery/orders 2021-06-04..2021-06-06 3" in out
     assert "food_delivery/orders_7_days 2021-06-04..2021-06-09 6" in out
     assert "food_delivery/orders_7_days 2021-06-10..2021-06-12 (3): food_delivery/orders" in out
