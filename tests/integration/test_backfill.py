@@ -58,6 +58,7 @@ def test_a_downstream_backfill_through_a_window_recomputes_every_stale_partition
         "food_delivery/orders": ["2021-06-02..2021-06-03"],
         "food_delivery/delivery_times_7_days": ["2021-06-02..2021-06-06"],
         "food_delivery/orders_7_days": ["2021-06-02..2021-06-06"],
+        "food_delivery/monthly_city_orders": ["2021-06-01"],  # June to date: 6 of its 30 days meet min_complete 0.2
     }
     left_out = {
         f"food_delivery/{table} 2021-06-07..2021-06-09 (3): food_delivery/orders 2021-06-07..2021-06-09 (3) "
