@@ -86,10 +86,12 @@ def test_mesh_test_runs_the_examples_cases_and_the_dbt_models_unit_tests(spark, 
     assert "PASSED food_delivery/orders::one_row_per_order_with_delivery_minutes" in out
     assert "PASSED food_delivery/orders_7_days::delivered_orders_of_the_last_7_days" in out
     assert "PASSED dbt restaurant_daily_orders::restaurant_daily_orders_counts_by_status" in out
-    assert "3 passed, 0 failed" in out
+    assert "PASSED food_delivery/weekly_city_orders::orders_of_the_week_per_city" in out
+    assert "4 passed, 0 failed" in out
     assert "Running with dbt" in log and "Running with dbt" not in out, out
     assert f"Spark's and dbt's output: {mesh_home / 'logs' / 'test.log'}" in out
     assert "PASSED food_delivery/orders::one_row_per_order_with_delivery_minutes" in out
     assert "PASSED food_delivery/orders_7_days::delivered_orders_of_the_last_7_days" in out
     assert "PASSED dbt restaurant_daily_orders::restaurant_daily_orders_counts_by_status" in out
-    assert "3 passed, 0 failed" in out
+    assert "PASSED food_delivery/weekly_city_orders::orders_of_the_week_per_city" in out
+    assert "4 passed, 0 failed" in out
