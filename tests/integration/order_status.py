@@ -3,6 +3,11 @@ tables that apply them (tests/fixtures/kinds_merge/domains): merges and appends,
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +20,8 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
-DOMAINS = Path(__file__).resolve().parents[1] / "fixtures" / "kinds_merge" / "domains"
+ROOT = Path(__file__).resolve().parents[2]
+DOMAINS = ROOT / "tests" / "fixtures" / "kinds_merge" / "domains"
 SCHEMA = "order_id bigint, status string, updated_at string, placed_on string"
 
 Update = tuple[int, str, str] | tuple[int, str, str, str]
@@ -91,3 +97,36 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
         messages.append(error.message)
         error = error.cause
     return "\n".join(messages)
+
+
+def kill_mid_write(orders: Orders, table: str, day: str, home: Path) -> None:
+    """Run ``km.<table>``'s ``day`` in a process of its own and SIGKILL its driver and JVM (as a lost machine
+    would) once its write put its first data file on disk; fails unless it was caught in the middle."""
+    location = Path(orders.location(table))
+    before = set(location.rglob("*.parquet"))
+    env = {
+        **os.environ,
+        "MESH_HOME": str(home),
+        "MESH_WAREHOUSE": orders.mesh.warehouse,
+        "MESH_PROJECT_ROOT": str(ROOT),
+        "DAGSTER_HOME": str(home / "dagster"),
+    }
+    job = subprocess.Popen(
+        [sys.executable, str(DOMAINS.parent / "materialize.py"), table, day],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (set(location.rglob("*.parquet")) - before) and job.poll() is None:
+            assert time.monotonic() < deadline, "the write did not start"
+            time.sleep(0.05)
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(30)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert job.returncode == -signal.SIGKILL, "the run ended before it was killed"
+    assert set(location.rglob("*.parquet")) - before, "the job was not caught in the middle of its write"

@@ -4,8 +4,13 @@ and in YAML (``km.status_events``, known by every column). Fixture: tests/fixtur
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import dagster as dg
 import pytest
-from order_status import Orders, failure_message, metadata
+from order_status import Orders, failure_message, kill_mid_write, metadata
+
+from mesh_assets.assets.specs import table_pool
 
 pytestmark = pytest.mark.spark
 
@@ -56,3 +61,29 @@ def test_duplicate_events_and_a_failing_check_write_nothing(orders):
     failed = orders.run("status_log", D2, ok=False)
     assert "not_null" in failure_message(failed), failure_message(failed)
     assert orders.version("status_log") == version and orders.rows("status_log") == rows
+
+
+def test_an_append_killed_mid_write_leaves_the_previous_version_and_a_rerun_inserts_once(orders, tmp_path):
+    ids = range(300)
+    orders.land(D1, [(i, "placed", "2021-06-01 10:00") for i in ids])
+    orders.run("status_log", D1)
+    version, rows = orders.version("status_log"), orders.rows("status_log")
+
+    day2 = [(i, "delivered", "2021-06-02 12:00") for i in ids]
+    orders.land(D2, day2)
+    kill_mid_write(orders, "status_log", D2, tmp_path / "home")
+
+    assert orders.version("status_log") == version and orders.rows("status_log") == rows
+    assert not (Path(orders.location("status_log")) / "_delta_log" / f"{version + 1:020d}.json").exists()
+
+    orders.run("status_log", D2)
+    assert orders.rows("status_log") == rows | set(day2)
+    assert orders.spark.read.format("delta").load(orders.location("status_log")).count() == 600
+
+
+@pytest.mark.parametrize("table", ["status_log", "status_events", "order_state", "status_current"])
+def test_two_runs_of_a_keyed_or_append_table_queue_on_its_pool(orders, table):
+    """Each table's step holds its own pool (one slot), so two runs of it never commit at once: the queueing
+    tests/integration/test_concurrent_writers.py::test_runs_of_one_table_queue_on_its_pool shows."""
+    graph = orders.defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey(["km", table])).pools == {table_pool("km", table)}

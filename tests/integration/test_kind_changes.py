@@ -17,6 +17,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets.assets.specs import table_pool
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.model.grain import Grain
@@ -361,3 +362,10 @@ def test_clean_up_keeps_every_version_of_a_change_feed_its_changes_reader_has_no
     properties = DeltaTable.forPath(feed.spark, feed.location(CURRENT)).detail().collect()[0]["properties"]
     assert properties["delta.deletedFileRetentionDuration"] == f"interval {hours} hours"  # Delta reads that far
     assert "kept for cdc.customer_copy, which consumed its change feed up to version" in cleaned.describe()
+
+
+@pytest.mark.parametrize("key", [CURRENT, HISTORY])
+def test_two_runs_of_a_changes_table_queue_on_its_pool(feed, key):
+    """A changes table's step holds the table's pool (one slot): two runs never apply a feed at once, the
+    queueing tests/integration/test_concurrent_writers.py::test_runs_of_one_table_queue_on_its_pool shows."""
+    assert feed.defs.resolve_asset_graph().get(key).pools == {table_pool(*key.path)}

@@ -4,18 +4,11 @@ in Python (``km.order_state``: ``sequence_by`` and ``delete``; ``km.recent_state
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from datetime import date
 from pathlib import Path
 
 import pytest
-from order_status import DOMAINS, Orders, failure_message, metadata
-
-ROOT = Path(__file__).resolve().parents[2]
+from order_status import Orders, failure_message, kill_mid_write, metadata
 
 pytestmark = pytest.mark.spark
 
@@ -180,38 +173,12 @@ def test_a_merge_killed_mid_write_leaves_the_previous_version_and_a_rerun_conver
     orders.land(D1, [(i, "placed", "2021-06-01 10:00") for i in ids])
     orders.run("order_state", D1)
     version, rows = orders.version("order_state"), orders.rows("order_state")
-    location = Path(orders.location("order_state"))
-    before = set(location.rglob("*.parquet"))
 
     orders.land(D2, [(i, "delivered", "2021-06-02 12:00") for i in ids])
-    env = {
-        **os.environ,
-        "MESH_HOME": str(tmp_path / "home"),
-        "MESH_WAREHOUSE": orders.mesh.warehouse,
-        "MESH_PROJECT_ROOT": str(ROOT),
-        "DAGSTER_HOME": str(tmp_path / "home" / "dagster"),
-    }
-    job = subprocess.Popen(
-        [sys.executable, str(DOMAINS.parent / "materialize.py"), "order_state", D2],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not (set(location.rglob("*.parquet")) - before) and job.poll() is None:
-            assert time.monotonic() < deadline, "the MERGE did not start writing"
-            time.sleep(0.05)
-        os.killpg(job.pid, signal.SIGKILL)  # the driver and its JVM, as a lost machine would
-        job.wait(30)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    assert job.returncode == -signal.SIGKILL, "the run ended before it was killed"
-    assert set(location.rglob("*.parquet")) - before, "the job was not caught in the middle of its write"
+    kill_mid_write(orders, "order_state", D2, tmp_path / "home")
 
     assert orders.version("order_state") == version and orders.rows("order_state") == rows
+    location = Path(orders.location("order_state"))
     assert not (location / "_delta_log" / f"{version + 1:020d}.json").exists()
 
     orders.run("order_state", D2)
