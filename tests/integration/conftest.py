@@ -16,7 +16,7 @@ from last_use import until_last_use
 from mesh_assets import MeshResource, executable_assets, mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_examples.generator import days
-from mesh_examples.landing import land_all
+from mesh_examples.landing import land_app_events, land_central, land_food_delivery, land_growth
 
 pytestmark = pytest.mark.spark
 
@@ -66,10 +66,19 @@ class World:
         return spark.read.format("delta").load(self.mesh.registry.location(domain, table))
 
 
-def new_world(spark, base: Path, day_count: int = 14, on_disk: bool = False) -> World:
+def new_world(spark, base: Path, day_count: int = 14, on_disk: bool = False, app_events: bool = True) -> World:
+    """Land the example's sources for ``day_count`` days, observe them and materialize the dimensions.
+
+    ``app_events=False`` leaves ``central.raw_app_events`` unlanded: its 15-minute batches (about 100 a day,
+    each observed and checked) are most of a world's set-up, and only tests of the regional products read them.
+    """
     mesh = MeshResource(warehouse=str(base / f"wh-{uuid.uuid4().hex[:8]}"))
     landed = tuple(days(START, day_count))
-    land_all(spark, mesh.registry, landed)
+    land_food_delivery(spark, mesh.registry, landed)
+    land_central(spark, mesh.registry, landed)
+    if app_events:
+        land_app_events(spark, mesh.registry, landed)
+    land_growth(spark, mesh.registry, landed)
     instance = dg.DagsterInstance.ephemeral()
     if on_disk:
         (base / "dagster").mkdir()
@@ -85,11 +94,18 @@ def world(spark, tmp_path_factory, request: pytest.FixtureRequest) -> Iterator[W
     """A fresh world per test module: modules may change its data without affecting others.
 
     A module may set ``WORLD_DAYS`` to land fewer days than 14: each landed day costs Delta commits; and
-    ``WORLD_ON_DISK`` to keep the instance in ``<world>/dagster``, where the ``mesh`` CLI can read it.
+    ``WORLD_ON_DISK`` to keep the instance in ``<world>/dagster``, where the ``mesh`` CLI can read it; and
+    ``WORLD_APP_EVENTS = False`` when none of its tests reads the regions' 15-minute app events.
     """
     base = tmp_path_factory.mktemp("world")
     module = request.module
-    yield new_world(spark, base, getattr(module, "WORLD_DAYS", 14), getattr(module, "WORLD_ON_DISK", False))
+    yield new_world(
+        spark,
+        base,
+        getattr(module, "WORLD_DAYS", 14),
+        getattr(module, "WORLD_ON_DISK", False),
+        getattr(module, "WORLD_APP_EVENTS", True),
+    )
 
 
 @pytest.fixture(scope="session")

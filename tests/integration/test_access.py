@@ -30,6 +30,8 @@ from mesh_assets.model.errors import SpecValidationError
 from mesh_assets.run.enclosure import enclosed
 from mesh_assets.settings import get_settings
 
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,6 +17,7 @@ from mesh_examples.landing import land_raw_orders
 pytestmark = pytest.mark.spark
 
 WORLD_DAYS = 9  # 2021-06-01..09: every 7-day window containing the fixed 06-02..03 ends by 06-09
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 WORLD_ON_DISK = True  # the CLI reads the world's instance
 ORDERS = ["food_delivery", "orders"]
 WEEKLY = [["food_delivery", "orders_7_days"], ["food_delivery", "delivery_times_7_days"]]

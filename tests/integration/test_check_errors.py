@@ -20,6 +20,8 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
 from mesh_assets.storage.writer import replace_predicate
 
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
+
 pytestmark = pytest.mark.spark
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "check_errors" / "domains"

@@ -25,6 +25,7 @@ from mesh_examples import generator
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORLD_DAYS = 3  # the world fixture lands 2021-06-01 .. 2021-06-03
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2021, 6, 3)
 STG = dg.AssetKey(["analytics", "stg_orders"])

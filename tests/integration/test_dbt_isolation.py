@@ -20,6 +20,7 @@ from mesh_assets.graph.defaults import domains_defaults
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORLD_DAYS = 1  # the world fixture lands 2021-06-01
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2021-06-01"
 GROWTH = "{{ config(materialized='table', schema='growth', meta={'domain': 'growth'}) }}\n"

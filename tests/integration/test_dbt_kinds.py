@@ -25,6 +25,7 @@ from mesh_assets.settings import get_settings
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WORLD_DAYS = 3  # the world fixture lands 2021-06-01 .. 2021-06-03
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dbt_kinds"
 ORDERS = dg.AssetKey(["food_delivery", "orders"])

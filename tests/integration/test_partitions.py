@@ -16,6 +16,7 @@ from mesh_examples.landing import land_raw_orders
 pytestmark = pytest.mark.spark
 
 WORLD_DAYS = 13  # 2021-06-01..13: the latest day a test materializes (06-20 is missing on purpose)
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 
 
 def expected_orders(day: date) -> dict[int, tuple]:

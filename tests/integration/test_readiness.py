@@ -26,6 +26,7 @@ from mesh_examples.landing import land_raw_order_events, land_raw_orders
 pytestmark = pytest.mark.spark
 
 WORLD_DAYS = 2  # 2021-06-01..02 landed and observed
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
 DESCRIPTORS = ["central", "order_descriptors"]
 ORDERS = ["food_delivery", "orders"]
 RAW_ORDERS = dg.AssetKey(["food_delivery", "raw_orders"])

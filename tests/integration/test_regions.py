@@ -29,6 +29,8 @@ from mesh_assets.model.grain import Grain
 from mesh_assets.storage.delta import snapshot_keys
 from mesh_assets.storage.lake import open_table
 
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
+
 pytestmark = pytest.mark.spark
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "regions" / "domains"

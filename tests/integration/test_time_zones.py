@@ -33,6 +33,8 @@ from mesh_assets.settings import get_settings
 from mesh_examples import generator
 from mesh_examples.landing import land_central
 
+WORLD_APP_EVENTS = False  # no test here reads the regions' 15-minute app events
+
 pytestmark = pytest.mark.spark
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "time_zones" / "domains"
