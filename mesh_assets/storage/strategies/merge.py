@@ -10,7 +10,8 @@ so Delta skips the files of older ones.
 
 "Only where a value differs" is decided before the ``MERGE`` when the rows are small enough to broadcast: the
 rows equal to the table's are taken out of the source by a join that broadcasts them over one scan of the
-table, and the ``MERGE`` updates every row it matches. As a condition of the ``MERGE`` itself it made Delta
+table (joined by the key, the values compared only where it matches), and the ``MERGE`` updates every row it
+matches. As a condition of the ``MERGE`` itself it made Delta
 read every column of the table to join it with the source, which Spark then shuffles and sorts whole (a
 sort-merge join; 1.68x a ``MERGE`` without the condition at 2M rows, ``BENCHMARKS.md``); without it Delta reads
 the table's keys alone and broadcasts them."""
@@ -29,6 +30,7 @@ from mesh_assets.storage.strategies.merging import (
     quoted,
     same_keys,
     same_row,
+    same_values,
 )
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
@@ -121,11 +123,16 @@ class MergeRows:
         if kind.within_last is not None and target.partitions is not None and target.partition_column:
             oldest = target.partitions.widen(kind.within_last).start
             table = table.where(f"{quoted(target.partition_column)} >= {target.partitions.grain.sql_literal(oldest)}")
-        values = [F.col(quoted(c)).alias(f"__mesh_v{i}") for i, c in enumerate(stored)]
+        compared = [c for c in stored if c not in kind.unique_key]
+        values = [F.col(quoted(c)).alias(f"__mesh_v{i}") for i, c in enumerate([*kind.unique_key, *compared])]
         rows = source.where(~F.col(DELETE)) if kind.delete else source
-        equal = table.select(*[F.col(quoted(c)) for c in stored]).join(
+        width = len(kind.unique_key)
+        equal = table.select(*[F.col(quoted(c)) for c in [*kind.unique_key, *compared]]).join(
             F.broadcast(rows.select(*values)),
-            same_keys([F.col(quoted(c)) for c in stored], [F.col(f"__mesh_v{i}") for i in range(len(stored))]),
+            same_keys([F.col(quoted(k)) for k in kind.unique_key], [F.col(f"__mesh_v{i}") for i in range(width)])
+            & same_values(
+                [F.col(quoted(c)) for c in compared], [F.col(f"__mesh_v{width + i}") for i in range(len(compared))]
+            ),
             "left_semi",
         )
         keys = [F.col(quoted(k)).alias(f"__mesh_k{i}") for i, k in enumerate(kind.unique_key)]

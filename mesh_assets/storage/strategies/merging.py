@@ -192,6 +192,16 @@ def same_keys(lefts: list[Column], rights: list[Column]) -> Column:
     return cond
 
 
+def same_values(lefts: list[Column], rights: list[Column]) -> Column:
+    """Each column of ``lefts`` equals its column of ``rights`` (nulls equal), as a condition Spark keeps beside a
+    join's keys rather than adding to them: it is then evaluated only for the rows whose keys match, where
+    ``<=>`` would make every column a join key, hashed for every row of the scanned side."""
+    cond = F.lit(True)
+    for a, b in zip(lefts, rights, strict=True):
+        cond = cond & F.coalesce(a == b, a.isNull() & b.isNull())
+    return cond
+
+
 def broadcastable(rows: DataFrame) -> bool:
     """Whether Spark estimates ``rows`` at most :data:`BROADCAST_LIMIT` bytes (False where it gives no estimate:
     a Spark Connect session)."""
