@@ -88,6 +88,16 @@ class Deployment:
         state = self.webserver.graphql(query, {"selector": selector})["sensorOrError"]["sensorState"]
         self.webserver.graphql(stop, {"id": state["id"]})
 
+    def ticked(self, location: str, sensor: str, since: float) -> bool:
+        """Whether the sensor finished a tick that started at ``since`` (a Unix time) or later. An automation
+        sensor's first tick only records where it starts from (Dagster's ``newly_updated`` is empty on a first
+        evaluation), so what lands before that tick never triggers a run: a test lands its data after it."""
+        selector = {"repositoryLocationName": location, "repositoryName": REPOSITORY, "sensorName": sensor}
+        query = """query($selector: SensorSelector!) { sensorOrError(sensorSelector: $selector) {
+          ... on Sensor { sensorState { status ticks(limit: 1) { status timestamp } } } } }"""
+        state = self.webserver.graphql(query, {"selector": selector})["sensorOrError"]["sensorState"]
+        return any(t["status"] != "STARTED" and t["timestamp"] >= since for t in state["ticks"])
+
 
 def quicker_monitoring(config: Path) -> None:
     """The instance ``mesh setup`` wrote, its run monitoring every 2 s rather than 30 and a dead run's pool slots

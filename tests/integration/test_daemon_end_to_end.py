@@ -94,8 +94,12 @@ class Mesh:
 def mesh(spark, shared_deployment: Deployment) -> Iterator[Mesh]:
     """The deployment with the observer, automation and deadlines of ``feeds`` and ``sales`` switched on."""
     world = Mesh(spark, shared_deployment)
+    started = time.time()
     for location, sensor in SENSORS:
         shared_deployment.switch(location, sensor, on=True)
+    for location, sensor in SENSORS:  # what lands during an automation sensor's first tick never triggers a run
+        first = f"a first tick of {sensor}"
+        wait_for(lambda at=location, name=sensor: shared_deployment.ticked(at, name, started), WAIT, first, 0.5)
     try:
         yield world
     finally:
