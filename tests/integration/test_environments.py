@@ -9,18 +9,17 @@ import argparse
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from production import Production, edit, land_sales, production_home
 
-from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets import mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.cli.environments import table_location
 from mesh_assets.cli.main import main
-from mesh_assets.settings import get_settings
 from mesh_assets.storage.lake import open_table
 
 pytestmark = pytest.mark.spark
@@ -35,60 +34,18 @@ KEYS += [dg.AssetKey(["tr", "running_sales"]), dg.AssetKey(["rep", "daily_report
 KEYS += [dg.AssetKey(["tr", "amount_history"])]
 
 
-@dataclass
-class Production:
-    home: Path
-    domains: Path
-    mesh: MeshResource
-    instance: dg.DagsterInstance
-
-    def versions(self) -> dict[tuple[str, str], int]:
-        return {t: open_table(self.mesh.registry.location(*t), self.mesh.settings.s3).version() for t in TABLES}
-
-    def events(self) -> int:
-        return self.instance.event_log_storage.get_maximum_record_id() or 0
-
-    def read(self, location: str, column: str) -> dict[str, int]:
-        rows = self.mesh.spark.read.format("delta").load(location).collect()
-        return {r["p_date"].isoformat(): r[column] for r in rows}
-
-
 @pytest.fixture(scope="module")
 def production(spark, tmp_path_factory) -> Iterator[Production]:
     """Four landed days of sales, every table materialized for them on an on-disk instance: production."""
     base = tmp_path_factory.mktemp("production")
     domains = base / "domains"
     shutil.copytree(FIXTURE, domains)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MESH_DOMAINS_DIR", str(domains))
-        patch.setenv("MESH_WAREHOUSE", str(base / "warehouse"))
-        patch.setenv("MESH_HOME", str(base / "home"))
-        patch.delenv("DAGSTER_HOME")
-        get_settings.cache_clear()
-        from mesh_assets.cli.commands import persistent_instance
-
-        instance = persistent_instance()
-        mesh = MeshResource()
-        frame = spark.createDataFrame(
-            [(i, a, date.fromisoformat(d)) for d, amounts in AMOUNTS.items() for i, a in enumerate(amounts)],
-            "id bigint, amount bigint, p_date date",
-        )
-        frame.write.format("delta").partitionBy("p_date").save(mesh.registry.location("tr", "raw_sales"))
+    with production_home(base, domains, TABLES) as production:
+        land_sales(spark, production.mesh.registry.location("tr", "raw_sales"), AMOUNTS)
         defs = mesh_definitions(domains)
-        observe_now(defs, instance, mesh, {})
-        tags = {"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]}
-        for key in KEYS:
-            dg.materialize(
-                executable_assets(defs), instance=instance, resources={"mesh": mesh}, selection=[key], tags=tags
-            )
-        yield Production(base / "home", domains, mesh, instance)
-        get_settings.cache_clear()
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
+        observe_now(defs, production.instance, production.mesh, {})
+        production.materialize(defs, KEYS, DAYS[0], DAYS[-1])
+        yield production
 
 
 def test_a_sql_change_is_built_into_an_environment_and_production_is_untouched(production: Production, capsys):

@@ -10,20 +10,17 @@ import argparse
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from production import Production, edit, land_sales, production_home
 
-from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets import mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.cli.environments import table_location
 from mesh_assets.cli.main import main
 from mesh_assets.dbt import dbt_resource, prepare
-from mesh_assets.settings import get_settings
-from mesh_assets.storage.lake import open_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -34,28 +31,6 @@ SALES = dg.AssetKey(["tr", "daily_sales"])
 DOUBLED = dg.AssetKey(["rep", "sales_doubled"])
 REPORT = dg.AssetKey(["rep", "doubled_report"])
 TABLES = [("tr", "raw_sales"), ("tr", "daily_sales"), ("rep", "sales_doubled"), ("rep", "doubled_report")]
-
-
-@dataclass
-class Production:
-    home: Path
-    domains: Path
-    dbt: Path
-    mesh: MeshResource
-    instance: dg.DagsterInstance
-
-    def versions(self) -> dict[tuple[str, str], int]:
-        return {t: open_table(self.mesh.registry.location(*t), self.mesh.settings.s3).version() for t in TABLES}
-
-    def events(self) -> int:
-        return self.instance.event_log_storage.get_maximum_record_id() or 0
-
-    def read(self, location: str, column: str) -> dict[str, int]:
-        rows = self.mesh.spark.read.format("delta").load(location).collect()
-        return {r["p_date"].isoformat(): r[column] for r in rows}
-
-    def doubled(self) -> dict[str, int]:
-        return self.read(self.mesh.registry.location(*DOUBLED.path), "doubled")
 
 
 @pytest.fixture(scope="module")
@@ -74,52 +49,27 @@ def production(spark, tmp_path_factory) -> Iterator[Production]:
     shutil.copytree(FIXTURE / "dbt_project", project)
     shutil.copytree(ROOT / "dbt_project" / "macros", project / "macros")
     shutil.copy(ROOT / "dbt_project" / "profiles.yml", project / "profiles.yml")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MESH_DOMAINS_DIR", str(domains))
-        patch.setenv("MESH_WAREHOUSE", str(base / "warehouse"))
-        patch.setenv("MESH_HOME", str(base / "home"))
-        patch.setenv("MESH_DBT_PROJECT_DIR", str(project))
-        patch.delenv("DAGSTER_HOME")
-        get_settings.cache_clear()
-        from mesh_assets.cli.commands import persistent_instance
-
-        instance = persistent_instance()
-        mesh = MeshResource()
-        prepare(mesh.registry.warehouse)
-        frame = spark.createDataFrame(
-            [(i, a, date.fromisoformat(d)) for d, amounts in AMOUNTS.items() for i, a in enumerate(amounts)],
-            "id bigint, amount bigint, p_date date",
-        )
-        frame.write.format("delta").partitionBy("p_date").save(mesh.registry.location("tr", "raw_sales"))
+    with production_home(base, domains, TABLES, MESH_DBT_PROJECT_DIR=str(project)) as production:
+        prepare(production.mesh.registry.warehouse)
+        land_sales(spark, production.mesh.registry.location("tr", "raw_sales"), AMOUNTS)
         defs = mesh_definitions(domains, dbt=True)
-        observe_now(defs, instance, mesh, {})
+        observe_now(defs, production.instance, production.mesh, {})
         days = sorted(AMOUNTS)
-        tags = {"dagster/asset_partition_range_start": days[0], "dagster/asset_partition_range_end": days[-1]}
-        for key in (SALES, DOUBLED, REPORT):
-            dg.materialize(
-                executable_assets(defs),
-                instance=instance,
-                resources={"mesh": mesh, "dbt": dbt_resource()},
-                selection=[key],
-                tags=tags,
-            )
-        yield Production(base / "home", domains, project, mesh, instance)
-        get_settings.cache_clear()
+        production.materialize(defs, [SALES, DOUBLED, REPORT], days[0], days[-1], {"dbt": dbt_resource()})
+        yield production
 
 
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
+def doubled(production: Production) -> dict[str, int]:
+    return production.read(production.mesh.registry.location(*DOUBLED.path), "doubled")
 
 
 def edit_model(production: Production, old: str, new: str) -> None:
     """Edit the dbt model's SQL, and nothing else: the plan prepares dbt's manifest again when it finds it."""
-    edit(production.dbt / "models" / "rep" / "sales_doubled.sql", old, new)
+    edit(production.home.parent / "dbt_project" / "models" / "rep" / "sales_doubled.sql", old, new)
 
 
 def test_a_dbt_model_reading_a_changed_product_is_rebuilt_there_and_dropped_with_it(production: Production):
-    assert production.doubled() == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 18, "2021-06-04": 12}
+    assert doubled(production) == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 18, "2021-06-04": 12}
     sales = production.domains / "tr" / "sales.py"
     versions, events = production.versions(), production.events()
     edit(sales, 'raw.agg(F.sum("amount").alias("amount"))', 'raw.agg((F.sum("amount") * 10).alias("amount"))')
@@ -142,13 +92,13 @@ def test_a_dbt_model_reading_a_changed_product_is_rebuilt_there_and_dropped_with
     assert own.get_materialized_partitions(DOUBLED) == {"2021-06-03", "2021-06-04"}
     assert production.versions() == versions
     assert production.events() == events
-    assert production.doubled()["2021-06-03"] == 18
+    assert doubled(production)["2021-06-03"] == 18
 
     assert main(["env", "drop", "pychange"]) == 0
     assert not folder.exists()
     assert production.versions() == versions
     assert production.events() == events
-    assert production.doubled() == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 18, "2021-06-04": 12}
+    assert doubled(production) == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 18, "2021-06-04": 12}
 
 
 def test_a_changed_dbt_model_is_built_diffed_and_promoted(production: Production, capsys, monkeypatch):
@@ -189,7 +139,7 @@ def test_a_changed_dbt_model_is_built_diffed_and_promoted(production: Production
     assert promote_from(args, Console(width=200), production.instance) is None
     monkeypatch.undo()
 
-    assert production.doubled() == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 27, "2021-06-04": 18}
+    assert doubled(production) == {"2021-06-01": 6, "2021-06-02": 6, "2021-06-03": 27, "2021-06-04": 18}
     report = production.read(production.mesh.registry.location(*REPORT.path), "reported")
     assert report == {"2021-06-01": 7, "2021-06-02": 7, "2021-06-03": 28, "2021-06-04": 19}  # promoted with it
     record = production.instance.fetch_materializations(

@@ -8,20 +8,19 @@ from __future__ import annotations
 import argparse
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from production import Production, production_home
 
-from mesh_assets import MeshResource, executable_assets, mesh_definitions
+from mesh_assets import mesh_definitions
 from mesh_assets.automation.observe_now import observe_now
 from mesh_assets.cli.environments import table_location
 from mesh_assets.cli.main import main
 from mesh_assets.model.grain import Grain
 from mesh_assets.model.partitions import PartitionRange
-from mesh_assets.settings import get_settings
 from mesh_assets.storage.lake import open_table
 from mesh_assets.storage.writer import replace_predicate
 
@@ -37,24 +36,19 @@ def clicks_of(hour: int) -> int:
     return hour % 3 + 1
 
 
-@dataclass
-class Production:
-    domains: Path
-    mesh: MeshResource
-    instance: dg.DagsterInstance
+def land(production: Production, hours: list[int], per_hour) -> None:
+    rows = [(i, datetime(2021, 6, 1, h, tzinfo=UTC)) for h in hours for i in range(per_hour(h))]
+    frame = production.mesh.spark.createDataFrame(rows, "id bigint, p_hour timestamp")
+    span = PartitionRange.from_keys(Grain.HOURLY, HOURS[hours[0]], HOURS[hours[-1]])
+    frame.write.format("delta").mode("overwrite").partitionBy("p_hour").option(
+        "replaceWhere", replace_predicate("p_hour", span)
+    ).save(production.mesh.registry.location("hr", "raw_clicks"))
 
-    def land(self, hours: list[int], per_hour) -> None:
-        rows = [(i, datetime(2021, 6, 1, h, tzinfo=UTC)) for h in hours for i in range(per_hour(h))]
-        frame = self.mesh.spark.createDataFrame(rows, "id bigint, p_hour timestamp")
-        span = PartitionRange.from_keys(Grain.HOURLY, HOURS[hours[0]], HOURS[hours[-1]])
-        frame.write.format("delta").mode("overwrite").partitionBy("p_hour").option(
-            "replaceWhere", replace_predicate("p_hour", span)
-        ).save(self.mesh.registry.location("hr", "raw_clicks"))
 
-    def clicks(self, location: str | None = None) -> dict[str, int]:
-        location = location or self.mesh.registry.location(*CLICKS.path)
-        rows = self.mesh.spark.read.format("delta").load(location).collect()
-        return {Grain.HOURLY.key(r["p_hour"].replace(tzinfo=UTC)): r["clicks"] for r in rows}
+def clicks(production: Production, location: str | None = None) -> dict[str, int]:
+    location = location or production.mesh.registry.location(*CLICKS.path)
+    rows = production.mesh.spark.read.format("delta").load(location).collect()
+    return {Grain.HOURLY.key(r["p_hour"].replace(tzinfo=UTC)): r["clicks"] for r in rows}
 
 
 @pytest.fixture(scope="module")
@@ -63,28 +57,12 @@ def production(spark, tmp_path_factory) -> Iterator[Production]:
     base = tmp_path_factory.mktemp("hourly")
     domains = base / "domains"
     shutil.copytree(FIXTURE, domains)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MESH_DOMAINS_DIR", str(domains))
-        patch.setenv("MESH_WAREHOUSE", str(base / "warehouse"))
-        patch.setenv("MESH_HOME", str(base / "home"))
-        patch.delenv("DAGSTER_HOME")
-        get_settings.cache_clear()
-        from mesh_assets.cli.commands import persistent_instance
-
-        world = Production(domains, MeshResource(), persistent_instance())
-        world.land(list(range(24)), clicks_of)
+    with production_home(base, domains, []) as world:
+        land(world, list(range(24)), clicks_of)
         defs = mesh_definitions(domains)
         observe_now(defs, world.instance, world.mesh, {})
-        tags = {"dagster/asset_partition_range_start": HOURS[0], "dagster/asset_partition_range_end": HOURS[-1]}
-        dg.materialize(
-            executable_assets(defs),
-            instance=world.instance,
-            resources={"mesh": world.mesh},
-            selection=[CLICKS],
-            tags=tags,
-        )
+        world.materialize(defs, [CLICKS], HOURS[0], HOURS[-1])
         yield world
-        get_settings.cache_clear()
 
 
 def test_an_hourly_change_is_promoted_by_the_hour_and_an_hour_whose_input_moved_is_left(
@@ -96,14 +74,14 @@ def test_an_hourly_change_is_promoted_by_the_hour_and_an_hour_whose_input_moved_
     from mesh_assets.cli.environments import promote_from
     from mesh_assets.compat import DATA_VERSION_TAG
 
-    assert production.clicks() == {key: clicks_of(h) for h, key in enumerate(HOURS)}
+    assert clicks(production) == {key: clicks_of(h) for h, key in enumerate(HOURS)}
     sql = production.domains / "hr" / "defs" / "clicks" / "hourly_clicks.sql"
     sql.write_text(sql.read_text().replace("COUNT(*) AS clicks", "COUNT(*) * 10 AS clicks"))
     assert main(["apply", "--env", "hourly", "--from", "2021-06-01", "--to", "2021-06-01"]) == 0
-    built = production.clicks(table_location("hourly", *CLICKS.path))
+    built = clicks(production, table_location("hourly", *CLICKS.path))
     assert built == {key: clicks_of(h) * 10 for h, key in enumerate(HOURS)}
 
-    production.land([5], lambda h: 7)  # hour 5 re-landed in production after the environment read it
+    land(production, [5], lambda h: 7)  # hour 5 re-landed in production after the environment read it
     observe_now(mesh_definitions(production.domains), production.instance, production.mesh, {})
 
     def no_spark(*args, **kwargs):
@@ -116,7 +94,7 @@ def test_an_hourly_change_is_promoted_by_the_hour_and_an_hour_whose_input_moved_
 
     expected = {key: clicks_of(h) * 10 for h, key in enumerate(HOURS)}
     expected[MOVED] = clicks_of(5)  # not promoted: production's rows of that hour stay until it is recomputed
-    assert production.clicks() == expected
+    assert clicks(production) == expected
     version = open_table(production.mesh.registry.location(*CLICKS.path), production.mesh.settings.s3).version()
     promoted = {
         r.partition_key: r.asset_materialization.tags[DATA_VERSION_TAG]
