@@ -160,6 +160,17 @@ def ticker(request: pytest.FixtureRequest) -> Ticker:
     return t
 
 
+def test_what_was_published_before_the_first_tick_is_not_requested_and_what_follows_is() -> None:
+    """The README's "Automation sensors": a sensor started over inputs that already landed requests nothing for
+    them (they are run with ``mesh backfill``); a partition published after its first tick is requested."""
+    ticker = Ticker()
+    ticker.publish(CLEAN, "2024-01-08")
+    assert ticker.tick() == {}
+    assert ticker.tick() == {}
+    ticker.publish(CLEAN, "2024-01-09")
+    assert ticker.tick()["down/report"] == {"2024-01-09"}
+
+
 def test_new_upstream_partition_requests_exactly_the_matching_partitions(ticker: Ticker) -> None:
     ticker.publish(CLEAN, "2024-01-09")
     assert ticker.tick() == {
