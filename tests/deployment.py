@@ -94,7 +94,7 @@ class Deployment:
         evaluation), so what lands before that tick never triggers a run: a test lands its data after it."""
         selector = {"repositoryLocationName": location, "repositoryName": REPOSITORY, "sensorName": sensor}
         query = """query($selector: SensorSelector!) { sensorOrError(sensorSelector: $selector) {
-          ... on Sensor { sensorState { status ticks(limit: 1) { status timestamp } } } } }"""
+          ... on Sensor { sensorState { ticks(limit: 1) { status timestamp } } } } }"""
         state = self.webserver.graphql(query, {"selector": selector})["sensorOrError"]["sensorState"]
         return any(t["status"] != "STARTED" and t["timestamp"] >= since for t in state["ticks"])
 
