@@ -8,13 +8,12 @@ as the table's), deleted where ``delete`` holds, and a new key inserted unless i
 changes nothing commits nothing. ``within_last`` adds the table's partitions the run may touch to the match,
 so Delta skips the files of older ones.
 
-"Only where a value differs" is decided before the ``MERGE`` when the rows are small enough to broadcast: the
-rows equal to the table's are taken out of the source by a join that broadcasts them over one scan of the
-table (joined by the key, the values compared only where it matches), and the ``MERGE`` updates every row it
-matches. As a condition of the ``MERGE`` itself it made Delta
-read every column of the table to join it with the source, which Spark then shuffles and sorts whole (a
-sort-merge join; 1.68x a ``MERGE`` without the condition at 2M rows, ``BENCHMARKS.md``); without it Delta reads
-the table's keys alone and broadcasts them."""
+"Only where a value differs" is the ``MERGE``'s own condition, so an equal row is neither rewritten nor counted,
+and a re-run of the same input commits nothing. It makes Delta read the table's compared columns where a
+``MERGE`` that updates every match reads its keys alone; measured at 20M rows, that costs less than taking the
+equal rows out of the source first (one more read of the table) or broadcasting the source
+(``bench/FINDINGS.md``).
+"""
 
 from __future__ import annotations
 
@@ -24,13 +23,10 @@ from pyspark.sql import functions as F
 from mesh_assets.model.kinds import Merge
 from mesh_assets.storage.delta import version_or_none
 from mesh_assets.storage.strategies.merging import (
-    broadcastable,
     keys_match,
     merge_commit,
     quoted,
-    same_keys,
     same_row,
-    same_values,
 )
 from mesh_assets.storage.strategies.target import Target
 from mesh_assets.storage.writer import WriteResult
@@ -81,10 +77,8 @@ class MergeRows:
             oldest = target.partitions.widen(kind.within_last).start
             on += f" AND {quoted(target.partition_column, 't')} >= {target.partitions.grain.sql_literal(oldest)}"
         newer = f" AND {quoted(kind.sequence_by, 's')} >= {quoted(kind.sequence_by, 't')}" if kind.sequence_by else ""
-        differs = f"NOT ({same_row(stored)})" if set(stored) <= held else "TRUE"
-        filtered = differs != "TRUE" and broadcastable(staged)
-        if filtered:
-            differs = "TRUE"  # the source holds only rows that differ from the table's (:meth:`differing`)
+        # Every column compared: the keys are equal where rows match, and a table of keys alone then updates none.
+        differs = f" AND NOT ({same_row(stored)})" if set(stored) <= held else ""
         if kind.delete is None:
             update, insert, keep, drop = "UPDATE SET *", "INSERT *", "", ""
         else:
@@ -97,7 +91,7 @@ class MergeRows:
         def statement(table: str, view: str) -> str:
             return (
                 f"MERGE INTO {table} AS t USING {view} AS s ON {on} {drop}"
-                f"WHEN MATCHED AND {differs}{newer}{keep} THEN {update} "
+                f"WHEN MATCHED{differs}{newer}{keep} THEN {update} "
                 f"WHEN NOT MATCHED{keep} THEN {insert}"
             )
 
@@ -107,38 +101,5 @@ class MergeRows:
             target,
             create=lambda rows: self.create(rows, target),
             statement=statement,
-            source=lambda rows: (
-                self.differing(spark, self.source(rows, target), target, stored)
-                if filtered
-                else self.source(rows, target)
-            ),
+            source=lambda rows: self.source(rows, target),
         )
-
-    def differing(self, spark: SparkSession, source: DataFrame, target: Target, stored: list[str]) -> DataFrame:
-        """``source`` without its rows equal to the table's row of their key (nulls equal), deletes kept: the
-        rows the ``MERGE`` would match and leave as they are. The table is read where the ``MERGE`` matches
-        (``within_last``'s partitions), the source broadcast over it."""
-        table = spark.read.format("delta").load(target.location)
-        kind = self.kind
-        if kind.within_last is not None and target.partitions is not None and target.partition_column:
-            oldest = target.partitions.widen(kind.within_last).start
-            table = table.where(f"{quoted(target.partition_column)} >= {target.partitions.grain.sql_literal(oldest)}")
-        compared = [c for c in stored if c not in kind.unique_key]
-        values = [F.col(quoted(c)).alias(f"__mesh_v{i}") for i, c in enumerate([*kind.unique_key, *compared])]
-        rows = source.where(~F.col(DELETE)) if kind.delete else source
-        width = len(kind.unique_key)
-        equal = table.select(*[F.col(quoted(c)) for c in [*kind.unique_key, *compared]]).join(
-            F.broadcast(rows.select(*values)),
-            same_keys([F.col(quoted(k)) for k in kind.unique_key], [F.col(f"__mesh_v{i}") for i in range(width)])
-            & same_values(
-                [F.col(quoted(c)) for c in compared], [F.col(f"__mesh_v{width + i}") for i in range(len(compared))]
-            ),
-            "left_semi",
-        )
-        keys = [F.col(quoted(k)).alias(f"__mesh_k{i}") for i, k in enumerate(kind.unique_key)]
-        found = same_keys(
-            [F.col(quoted(k)) for k in kind.unique_key], [F.col(f"__mesh_k{i}") for i in range(len(kind.unique_key))]
-        )
-        if kind.delete:
-            found = found & ~F.col(DELETE)
-        return source.join(F.broadcast(equal.select(*keys)), found, "left_anti")

@@ -33,10 +33,6 @@ METRICS = {
 }
 """Each change count and the ``operationMetrics`` of a ``MERGE`` (or of the first write) that hold it."""
 
-BROADCAST_LIMIT = 64 * 1024 * 1024
-"""The largest source (Spark's estimate of its bytes) broadcast to every task of a join with the table: the
-staged rows of a run are kept, so the estimate is their size in storage."""
-
 Statement = Callable[[str, str], str]
 """The ``MERGE`` statement into a table (its SQL identifier) from a view (its name)."""
 
@@ -190,26 +186,3 @@ def same_keys(lefts: list[Column], rights: list[Column]) -> Column:
     for a, b in zip(lefts, rights, strict=True):
         cond = cond & a.eqNullSafe(b)
     return cond
-
-
-def same_values(lefts: list[Column], rights: list[Column]) -> Column:
-    """Each column of ``lefts`` equals its column of ``rights`` (nulls equal), as a condition Spark keeps beside a
-    join's keys rather than adding to them: it is then evaluated only for the rows whose keys match, where
-    ``<=>`` would make every column a join key, hashed for every row of the scanned side."""
-    cond = F.lit(True)
-    for a, b in zip(lefts, rights, strict=True):
-        cond = cond & F.coalesce(a == b, a.isNull() & b.isNull())
-    return cond
-
-
-def broadcastable(rows: DataFrame) -> bool:
-    """Whether Spark estimates ``rows`` at most :data:`BROADCAST_LIMIT` bytes (False where it gives no estimate:
-    a Spark Connect session)."""
-    jdf = getattr(rows, "_jdf", None)
-    if jdf is None:
-        return False
-    try:
-        size = int(jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
-    except Exception:  # no estimate: not broadcast
-        return False
-    return size <= BROADCAST_LIMIT
