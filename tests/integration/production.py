@@ -69,8 +69,10 @@ def production_home(base: Path, domains: Path, tables: list[tuple[str, str]], **
         get_settings.cache_clear()
         from mesh_assets.cli.commands import persistent_instance
 
-        yield Production(base / "home", domains, MeshResource(), persistent_instance(), tables)
-        get_settings.cache_clear()
+        try:
+            yield Production(base / "home", domains, MeshResource(), persistent_instance(), tables)
+        finally:  # a failed test must not leave the next one with this home's settings
+            get_settings.cache_clear()
 
 
 def land_sales(spark: SparkSession, location: str, amounts: dict[str, list[int]]) -> None:
